@@ -1,0 +1,181 @@
+// TensorCoreHouseholderQ.h - the Q factor of a TensorCoreHouseholderQR, as Eigen's HouseholderSequence is for
+// HouseholderQR: an expression that can be assigned to a dense matrix or multiplied with one. Every operation runs
+// on the backend that holds the factorization (for the CUDA backend: two GEMMs with the WY form Q = I - W Y^T,
+// never a loop over reflectors on the host).
+#ifndef TCQR_TENSORCOREHOUSEHOLDERQ_H
+#define TCQR_TENSORCOREHOUSEHOLDERQ_H
+
+#include <type_traits>
+
+#include <Eigen/Core>
+
+namespace Eigen {
+
+template <typename QRType>
+class TensorCoreHouseholderQ;
+
+namespace internal {
+
+/// \internal Shape tag: assignment to a dense matrix goes through evalTo() (EigenBase2EigenBase).
+struct TensorCoreHouseholderQShape {
+  static std::string debugName() { return "TensorCoreHouseholderQShape"; }
+};
+
+template <typename QRType>
+struct traits<TensorCoreHouseholderQ<QRType>> {
+  typedef typename QRType::Scalar Scalar;
+  typedef typename QRType::MatrixType::StorageIndex StorageIndex;
+  typedef Dense StorageKind;
+  typedef MatrixXpr XprKind;
+  enum {
+    RowsAtCompileTime = QRType::RowsAtCompileTime,
+    ColsAtCompileTime = QRType::RowsAtCompileTime,
+    MaxRowsAtCompileTime = QRType::MaxRowsAtCompileTime,
+    MaxColsAtCompileTime = QRType::MaxRowsAtCompileTime,
+    Flags = 0
+  };
+};
+
+template <typename QRType>
+struct evaluator_traits<TensorCoreHouseholderQ<QRType>> : public evaluator_traits_base<TensorCoreHouseholderQ<QRType>> {
+  typedef TensorCoreHouseholderQShape Shape;
+};
+
+template <typename T>
+struct tcqr_is_identity : std::false_type {};
+template <typename S, typename P>
+struct tcqr_is_identity<CwiseNullaryOp<scalar_identity_op<S>, P>> : std::true_type {};
+
+/// \internal A plain matrix type with the given compile-time sizes that Eigen accepts (1xN must be row-major).
+template <typename Scalar, int R, int C>
+using tcqr_plain_t = Matrix<Scalar, R, C, (R == 1 && C != 1) ? RowMajor : ColMajor>;
+
+/// \internal Runs f(ptr, ld) on a column-major r x c buffer that ends up in dst: dst itself when it is a plain
+/// column-major matrix, otherwise a temporary copied into dst afterwards.
+template <typename Dst, typename F>
+void tcqr_write_col_major(Dst& dst, Index r, Index c, F&& f) {
+  typedef typename Dst::Scalar Scalar;
+  constexpr bool direct = std::is_base_of<PlainObjectBase<Dst>, Dst>::value && !(int(Dst::Flags) & RowMajorBit);
+  if constexpr (direct) {
+    dst.resize(r, c);
+    f(dst.data(), dst.outerStride());
+  } else {
+    Matrix<Scalar, Dynamic, Dynamic> tmp(r, c);
+    f(tmp.data(), r);
+    dst = tmp;
+  }
+}
+
+}  // namespace internal
+
+/// \brief The orthogonal factor Q of a TensorCoreHouseholderQR, returned by householderQ().
+///
+/// Supports what code written for Eigen's HouseholderSequence does with it:
+/// \code
+/// MatrixXf Q     = qr.householderQ();                            // full m x m Q
+/// MatrixXf Qthin = qr.householderQ() * MatrixXf::Identity(m, n);  // thin Q (identity generated on the device)
+/// MatrixXf C     = qr.householderQ().transpose() * B;            // Q^T B
+/// MatrixXf D     = B * qr.householderQ();                        // B Q
+/// MatrixXf Qk    = qr.householderQ().setLength(k);               // H_0 ... H_{k-1}
+/// B.applyOnTheLeft(qr.householderQ().adjoint());
+/// \endcode
+/// Products are evaluated immediately into a plain matrix. The object refers to the decomposition, which must
+/// outlive it and must not be recomputed while it is used.
+template <typename QRType>
+class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> {
+ public:
+  typedef typename QRType::Scalar Scalar;
+  enum {
+    RowsAtCompileTime = QRType::RowsAtCompileTime,
+    ColsAtCompileTime = QRType::RowsAtCompileTime,
+    MaxRowsAtCompileTime = QRType::MaxRowsAtCompileTime,
+    MaxColsAtCompileTime = QRType::MaxRowsAtCompileTime
+  };
+
+  TensorCoreHouseholderQ(const QRType& qr, bool transposed, Index length)
+      : m_qr(&qr), m_trans(transposed), m_length(length) {}
+
+  Index rows() const { return m_qr->rows(); }
+  Index cols() const { return m_qr->rows(); }
+  /// Number of reflectors used (Eigen's HouseholderSequence::length()).
+  Index length() const { return m_length; }
+  /// Uses only the first k reflectors, as HouseholderSequence::setLength().
+  TensorCoreHouseholderQ& setLength(Index k) {
+    eigen_assert(k >= 0 && k <= (std::min)(m_qr->rows(), m_qr->cols()) && "setLength: invalid length");
+    m_length = k;
+    return *this;
+  }
+  TensorCoreHouseholderQ transpose() const { return TensorCoreHouseholderQ(*m_qr, !m_trans, m_length); }
+  TensorCoreHouseholderQ adjoint() const { return transpose(); }  // real scalars only
+  TensorCoreHouseholderQ inverse() const { return transpose(); }
+  TensorCoreHouseholderQ conjugate() const { return *this; }
+  bool isTransposed() const { return m_trans; }
+
+  /// Writes the full rows() x rows() matrix into dst (what `MatrixXf Q = qr.householderQ();` calls).
+  template <typename Dest>
+  void evalTo(Dest& dst) const {
+    internal::tcqr_write_col_major(dst, rows(), rows(), [&](Scalar* p, Index ld) {
+      m_qr->state().formQ(p, rows(), ld, m_trans, m_length);
+    });
+  }
+
+  /// this * other, evaluated on the decomposition's backend. An identity right-hand side (the thin-Q idiom) is
+  /// generated where Q lives instead of being copied there.
+  template <typename OtherDerived>
+  internal::tcqr_plain_t<Scalar, RowsAtCompileTime, OtherDerived::ColsAtCompileTime> operator*(
+      const MatrixBase<OtherDerived>& other) const {
+    eigen_assert(other.rows() == rows() && "TensorCoreHouseholderQ * B: size mismatch");
+    internal::tcqr_plain_t<Scalar, RowsAtCompileTime, OtherDerived::ColsAtCompileTime> result;
+    if (internal::tcqr_is_identity<OtherDerived>::value) {
+      internal::tcqr_write_col_major(result, rows(), other.cols(), [&](Scalar* p, Index ld) {
+        m_qr->state().formQ(p, other.cols(), ld, m_trans, m_length);
+      });
+    } else {
+      result = other;
+      applyThisOnTheLeft(result);
+    }
+    return result;
+  }
+
+  /// dst <- this * dst (used by MatrixBase::applyOnTheLeft).
+  template <typename Dest>
+  void applyThisOnTheLeft(Dest& dst) const {
+    eigen_assert(dst.rows() == rows());
+    apply(dst, true);
+  }
+  /// dst <- dst * this (used by MatrixBase::applyOnTheRight).
+  template <typename Dest>
+  void applyThisOnTheRight(Dest& dst) const {
+    eigen_assert(dst.cols() == rows());
+    apply(dst, false);
+  }
+
+ private:
+  template <typename Dest>
+  void apply(Dest& dst, bool onLeft) const {
+    const Index r = dst.rows(), c = dst.cols();
+    if (r == 0 || c == 0) return;
+    Scalar* buf = m_qr->state().staging(r * c);
+    Map<Matrix<Scalar, Dynamic, Dynamic>> B(buf, r, c);
+    B = dst;
+    m_qr->state().applyQ(buf, r, c, r, onLeft, m_trans, m_length);
+    dst = B;
+  }
+
+  const QRType* m_qr;
+  bool m_trans;
+  Index m_length;
+};
+
+/// B * Q, evaluated on the decomposition's backend.
+template <typename Derived, typename QRType>
+internal::tcqr_plain_t<typename Derived::Scalar, Derived::RowsAtCompileTime, QRType::RowsAtCompileTime> operator*(
+    const MatrixBase<Derived>& lhs, const TensorCoreHouseholderQ<QRType>& q) {
+  internal::tcqr_plain_t<typename Derived::Scalar, Derived::RowsAtCompileTime, QRType::RowsAtCompileTime> result = lhs;
+  q.applyThisOnTheRight(result);
+  return result;
+}
+
+}  // namespace Eigen
+
+#endif  // TCQR_TENSORCOREHOUSEHOLDERQ_H

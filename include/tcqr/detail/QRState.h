@@ -1,0 +1,97 @@
+// detail/QRState.h - the plain-type boundary between the header-only Eigen front end and the compiled
+// library. The front end only ever sees this interface; the Host and CUDA implementations live in src/.
+#ifndef TCQR_DETAIL_QRSTATE_H
+#define TCQR_DETAIL_QRSTATE_H
+
+#include <memory>
+
+#include "../Backend.h"
+
+namespace tcqr {
+namespace detail {
+
+/// \internal
+/// One factorization, owned by one TensorCoreHouseholderQR object. Storage is column-major throughout:
+/// after factor(), `QR` (rows x cols, ld = rows) holds R on and above the diagonal and the essential parts of the
+/// Householder vectors below it (LAPACK/Eigen layout), `tau` holds min(rows, cols) coefficients, and the backend
+/// additionally keeps W (rows x k) such that H_0 H_1 ... H_{k-1} = I - W Y^T (Algorithm 1 of TPDS'25).
+///
+/// Host buffers handed out by this interface (staging()) are pinned memory on the CUDA backend. A pointer stays valid
+/// until the next call that takes a size.
+template <typename Scalar>
+class QRState {
+ public:
+  virtual ~QRState() = default;
+  virtual Backend backend() const noexcept = 0;
+  virtual std::unique_ptr<QRState> clone() const = 0;
+
+  /// Returns a host buffer of at least `count` scalars. Writing the input matrix there (column-major) and calling
+  /// factorStaged() factors it; the same buffer is used for every host<->device round trip of this object.
+  virtual Scalar* staging(Index count) = 0;
+
+  /// Factors the rows x cols column-major matrix written at staging() (ld = rows). May return before the device
+  /// finishes; every accessor below waits as needed.
+  virtual void factorStaged(Index rows, Index cols) = 0;
+
+  /// Factors a matrix already in device memory (CUDA backend only; the Host backend throws). The input is copied
+  /// device-to-device into the object's storage and is not modified. `stream` may be null: the object's stream.
+  virtual void factorDevice(const Scalar* dA, Index rows, Index cols, Index ld, CUstream_st* stream);
+
+  virtual Index rows() const noexcept = 0;
+  virtual Index cols() const noexcept = 0;
+  /// True when the input held a NaN or an infinity (checked on the backend that factored it).
+  virtual bool inputNotFinite() const = 0;
+
+  /// Copies the packed factorization (rows x cols, column-major) into host memory at dst with leading dimension ld.
+  virtual void copyQR(Scalar* dst, Index ld) const = 0;
+  /// Copies the min(rows, cols) Householder coefficients.
+  virtual void copyTau(Scalar* dst) const = 0;
+  /// Copies the diagonal of R (min(rows, cols) values).
+  virtual void copyDiagonal(Scalar* dst) const = 0;
+
+  /// In place on the host buffer B (bRows x bCols, leading dimension ldb):
+  ///   onLeft:  B <- op(Q_L) B   (bRows == rows())
+  ///   !onLeft: B <- B op(Q_L)   (bCols == rows())
+  /// where Q_L = H_0 ... H_{length-1} and op is transpose when `transpose`.
+  virtual void applyQ(Scalar* B, Index bRows, Index bCols, Index ldb, bool onLeft, bool transpose, Index length) = 0;
+
+  /// dst (rows() x qCols, ld) <- op(Q_L) * Identity(rows(), qCols), with the identity generated where Q lives.
+  virtual void formQ(Scalar* dst, Index qCols, Index ld, bool transpose, Index length) = 0;
+
+  /// In place on host buffer B with max(rows, cols) x nrhs rows (ld = ldb), following Eigen's HouseholderQR:
+  ///   !transposed: on entry rows [0, rows()) hold b; on exit rows [0, cols()) hold x minimising ||A x - b||
+  ///   (the basic solution when rows < cols).
+  ///   transposed: on entry rows [0, cols()) hold b; on exit rows [0, rows()) hold x with A^T x = b
+  ///   (the minimum-norm solution when rows > cols).
+  virtual void solve(Scalar* B, Index nrhs, Index ldb, bool transposed) = 0;
+
+  // Device-side views of the factorization (CUDA backend; the Host backend returns host pointers).
+  virtual const Scalar* deviceQR() const = 0;
+  virtual const Scalar* deviceTau() const = 0;
+  virtual const Scalar* deviceW() const = 0;
+  /// Waits until every operation queued by this object has completed.
+  virtual void synchronize() const = 0;
+
+  /// Panel width of the recursion (columns factored by the panel kernel); 0 keeps the backend default.
+  virtual void setBlockSize(Index nb) = 0;
+  virtual Index blockSize() const noexcept = 0;
+  /// Makes the object run on a user stream (null: the object's own stream). No effect on the Host backend.
+  virtual void setStream(CUstream_st* stream) = 0;
+};
+
+/// Factories, explicitly instantiated for float and double in the library.
+template <typename Scalar>
+std::unique_ptr<QRState<Scalar>> makeHostQRState();
+/// Throws tcqr::Error when no device is usable or the library was built without CUDA.
+template <typename Scalar>
+std::unique_ptr<QRState<Scalar>> makeCudaQRState();
+
+template <typename Scalar>
+std::unique_ptr<QRState<Scalar>> makeQRState(Backend resolved) {
+  return resolved == Backend::Cuda ? makeCudaQRState<Scalar>() : makeHostQRState<Scalar>();
+}
+
+}  // namespace detail
+}  // namespace tcqr
+
+#endif  // TCQR_DETAIL_QRSTATE_H

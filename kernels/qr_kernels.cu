@@ -1,0 +1,121 @@
+// qr_kernels.cu - the small kernels of the recursive QR: forming explicit unit-lower Y blocks, the T factor of the
+// compact WY form, identities for Q, and the non-finite input scan. Indices are 64-bit throughout so that matrices
+// with more than 2^31 entries work.
+#include <cmath>
+
+#include "../src/CudaCheck.hpp"
+#include "../src/Tunables.hpp"
+#include "../src/kernels.hpp"
+
+namespace tcqr {
+namespace kernels {
+
+namespace {
+
+constexpr int kThreads = detail::kElementwiseThreads;
+
+inline unsigned gridFor(Index total) {
+  // Grid-stride loops below: cap the grid, every thread loops.
+  const Index blocks = (total + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+}
+
+template <typename S>
+__global__ void copyUnitLowerKernel(const S* __restrict__ src, Index lds, S* __restrict__ dst, Index ldd, Index m,
+                                    Index n) {
+  const Index total = m * n;
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
+    const Index j = idx / m, i = idx - j * m;
+    S v = S(0);
+    if (i > j) v = src[i + j * lds];
+    else if (i == j) v = S(1);
+    dst[i + j * ldd] = v;
+  }
+}
+
+template <typename S>
+__global__ void setIdentityKernel(S* A, Index lda, Index m, Index n) {
+  const Index total = m * n;
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
+    const Index j = idx / m, i = idx - j * m;
+    A[i + j * lda] = (i == j) ? S(1) : S(0);
+  }
+}
+
+template <typename S>
+__global__ void flagNonFiniteKernel(const S* __restrict__ A, Index lda, Index m, Index n, int* flag) {
+  const Index total = m * n;
+  bool bad = false;
+  if (lda == m) {  // contiguous: plain linear scan
+    for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x)
+      bad |= !isfinite(A[idx]);
+  } else {
+    for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
+      const Index j = idx / m, i = idx - j * m;
+      bad |= !isfinite(A[i + j * lda]);
+    }
+  }
+  if (__syncthreads_or(bad) && threadIdx.x == 0) atomicExch(flag, 1);
+}
+
+// One block; the recurrence is sequential in i, each step a triangular mat-vec spread over the threads.
+template <typename S>
+__global__ void formTKernel(const S* __restrict__ Sm, Index lds, const S* __restrict__ tau, S* T, Index ldt, Index k) {
+  for (Index idx = threadIdx.x; idx < k * k; idx += blockDim.x) {
+    const Index j = idx / k, i = idx - j * k;
+    if (i > j) T[i + j * ldt] = S(0);
+  }
+  for (Index i = 0; i < k; ++i) {
+    const S ti = tau[i];
+    for (Index r = threadIdx.x; r < i; r += blockDim.x) {
+      S acc = S(0);
+      for (Index c = r; c < i; ++c) acc += T[r + c * ldt] * Sm[c + i * lds];
+      T[r + i * ldt] = -ti * acc;
+    }
+    if (threadIdx.x == 0) T[i + i * ldt] = ti;
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+template <typename S>
+void launchCopyUnitLower(const S* src, Index lds, S* dst, Index ldd, Index m, Index n, cudaStream_t stream) {
+  if (m <= 0 || n <= 0) return;
+  copyUnitLowerKernel<S><<<gridFor(m * n), kThreads, 0, stream>>>(src, lds, dst, ldd, m, n);
+  TCQR_CHECK_LAUNCH("copyUnitLowerKernel");
+}
+
+template <typename S>
+void launchSetIdentity(S* A, Index lda, Index m, Index n, cudaStream_t stream) {
+  if (m <= 0 || n <= 0) return;
+  setIdentityKernel<S><<<gridFor(m * n), kThreads, 0, stream>>>(A, lda, m, n);
+  TCQR_CHECK_LAUNCH("setIdentityKernel");
+}
+
+template <typename S>
+void launchFlagNonFinite(const S* A, Index lda, Index m, Index n, int* flag, cudaStream_t stream) {
+  if (m <= 0 || n <= 0) return;
+  flagNonFiniteKernel<S><<<gridFor(m * n), kThreads, 0, stream>>>(A, lda, m, n, flag);
+  TCQR_CHECK_LAUNCH("flagNonFiniteKernel");
+}
+
+template <typename S>
+void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k, cudaStream_t stream) {
+  if (k <= 0) return;
+  const int threads = k >= 256 ? 256 : static_cast<int>((k + 31) / 32 * 32);
+  formTKernel<S><<<1, threads, 0, stream>>>(Sm, lds, tau, T, ldt, k);
+  TCQR_CHECK_LAUNCH("formTKernel");
+}
+
+#define TCQR_INSTANTIATE(S)                                                                              \
+  template void launchCopyUnitLower<S>(const S*, Index, S*, Index, Index, Index, cudaStream_t);        \
+  template void launchSetIdentity<S>(S*, Index, Index, Index, cudaStream_t);                           \
+  template void launchFlagNonFinite<S>(const S*, Index, Index, Index, int*, cudaStream_t);             \
+  template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);
+TCQR_INSTANTIATE(float)
+TCQR_INSTANTIATE(double)
+#undef TCQR_INSTANTIATE
+
+}  // namespace kernels
+}  // namespace tcqr

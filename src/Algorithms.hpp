@@ -1,0 +1,165 @@
+// Algorithms.hpp - the recursive Householder QR (TPDS'25 Algorithm 1) and the WY applications, written once and
+// run on any backend. A backend ("Ops") provides, on its own memory space:
+//   gemm(opA, opB, alpha, A, B, beta, C)        C = alpha op(A) op(B) + beta C
+//   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
+//   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
+//   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
+//   trmmRightUpper(B, T)                         B = B T, T upper triangular
+//   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
+//   setZero(A)
+// Every temporary comes from one scratch region sized up front by the callers (see *ScratchSize), so nothing is
+// allocated inside the recursion.
+#pragma once
+
+#include <algorithm>
+
+#include "View.hpp"
+
+namespace tcqr {
+namespace detail {
+
+/// Column split of Algorithm 1: half the columns, rounded down to a multiple of the panel width.
+inline Index splitColumns(Index n, Index nb) { return std::max(nb, (n / 2) / nb * nb); }
+
+/// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem.
+inline Index factorScratchSize(Index n, Index nb) {
+  if (n <= nb) return 2 * n * n;
+  const Index n1 = splitColumns(n, nb);
+  return std::max<Index>(n1 * n, 2 * nb * nb);
+}
+/// Scratch needed to apply a k-reflector WY form to `c` vectors.
+inline Index applyScratchSize(Index k, Index c) { return k * c + k * k; }
+
+/// W = Y T for a freshly factored panel (A holds Y below its diagonal). W must have A's shape.
+template <class Ops, typename S>
+void formPanelW(Ops& ops, View<S> A, const S* tau, View<S> W, S* scratch) {
+  const Index k = A.cols;
+  View<S> Sm(scratch, k, k, k), T(scratch + k * k, k, k, k);
+  ops.copyUnitLower(A, W);
+  ops.gemm(Op::T, Op::N, S(1), W, W, S(0), Sm);
+  ops.formT(Sm, tau, T);
+  ops.trmmRightUpper(W, T);
+}
+
+/// B <- (I - W Y^T)^T B = B - Y (W^T B). Y is the m x k unit lower trapezoid stored in `Yp` (Householder vectors below
+/// the diagonal; the diagonal and above are ignored), W is m x k, B is m x c.
+template <class Ops, typename S>
+void applyQtLeft(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
+  const Index m = Yp.rows, k = Yp.cols, c = B.cols;
+  if (k == 0 || c == 0) return;
+  View<S> Z(scratch, k, c, k), Yt(scratch + k * c, k, k, k);
+  ops.gemm(Op::T, Op::N, S(1), W, B, S(0), Z);
+  ops.copyUnitLower(Yp.topRows(k), Yt);
+  ops.gemm(Op::N, Op::N, S(-1), Yt, Z, S(1), B.topRows(k));
+  if (m > k) ops.gemm(Op::N, Op::N, S(-1), Yp.bottomRows(m - k), Z, S(1), B.bottomRows(m - k));
+}
+
+/// B <- (I - W Y^T) B = B - W (Y^T B).
+template <class Ops, typename S>
+void applyQLeft(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
+  const Index m = Yp.rows, k = Yp.cols, c = B.cols;
+  if (k == 0 || c == 0) return;
+  View<S> Z(scratch, k, c, k), Yt(scratch + k * c, k, k, k);
+  ops.copyUnitLower(Yp.topRows(k), Yt);
+  ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
+  if (m > k) ops.gemm(Op::T, Op::N, S(1), Yp.bottomRows(m - k), B.bottomRows(m - k), S(1), Z);
+  ops.gemm(Op::N, Op::N, S(-1), W, Z, S(1), B);
+}
+
+/// B <- B (I - W Y^T) = B - (B W) Y^T, B is r x m.
+template <class Ops, typename S>
+void applyQRight(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
+  const Index m = Yp.rows, k = Yp.cols, r = B.rows;
+  if (k == 0 || r == 0) return;
+  View<S> Z(scratch, r, k, r), Yt(scratch + k * r, k, k, k);
+  ops.gemm(Op::N, Op::N, S(1), B, W, S(0), Z);
+  ops.copyUnitLower(Yp.topRows(k), Yt);
+  ops.gemm(Op::N, Op::T, S(-1), Z, Yt, S(1), B.leftCols(k));
+  if (m > k) ops.gemm(Op::N, Op::T, S(-1), Z, Yp.bottomRows(m - k), S(1), B.rightCols(m - k));
+}
+
+/// B <- B (I - W Y^T)^T = B - (B Y) W^T, B is r x m.
+template <class Ops, typename S>
+void applyQtRight(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
+  const Index m = Yp.rows, k = Yp.cols, r = B.rows;
+  if (k == 0 || r == 0) return;
+  View<S> Z(scratch, r, k, r), Yt(scratch + k * r, k, k, k);
+  ops.copyUnitLower(Yp.topRows(k), Yt);
+  ops.gemm(Op::N, Op::N, S(1), B.leftCols(k), Yt, S(0), Z);
+  if (m > k) ops.gemm(Op::N, Op::N, S(1), B.rightCols(m - k), Yp.bottomRows(m - k), S(1), Z);
+  ops.gemm(Op::N, Op::T, S(-1), Z, W, S(1), B);
+}
+
+/// Dispatch of the four applications above.
+template <class Ops, typename S>
+void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool transpose, S* scratch) {
+  if (onLeft)
+    transpose ? applyQtLeft(ops, Yp, W, B, scratch) : applyQLeft(ops, Yp, W, B, scratch);
+  else
+    transpose ? applyQtRight(ops, Yp, W, B, scratch) : applyQRight(ops, Yp, W, B, scratch);
+}
+
+/// Recursive Householder QR of A (m x n, m >= n), TPDS'25 Algorithm 1. On exit A holds R and the Householder
+/// vectors (Eigen/LAPACK layout), tau the coefficients, and W (m x n) satisfies H_0 ... H_{n-1} = I - W Y^T.
+template <class Ops, typename S>
+void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, S* scratch) {
+  const Index m = A.rows, n = A.cols;
+  if (n == 0) return;
+  if (n <= nb) {
+    ops.geqrfPanel(A, tau);
+    formPanelW(ops, A, tau, W, scratch);
+    return;
+  }
+  const Index n1 = splitColumns(n, nb), n2 = n - n1;
+  View<S> A1 = A.leftCols(n1), A2 = A.rightCols(n2), W1 = W.leftCols(n1), W2 = W.rightCols(n2);
+
+  factorRecursive(ops, A1, tau, W1, nb, scratch);
+  applyQtLeft(ops, A1, W1, A2, scratch);  // [R12; A22] = Q1^T A2
+  factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, scratch);
+
+  // W2 <- W2 - W1 (Y1^T W2). The top n1 rows of W2 are zero, so Y1^T W2 only involves Y1's dense bottom part.
+  View<S> P(scratch, n1, n2, n1);
+  ops.gemm(Op::T, Op::N, S(1), A1.bottomRows(m - n1), W2.bottomRows(m - n1), S(0), P);
+  ops.gemm(Op::N, Op::N, S(-1), W1.topRows(n1), P, S(0), W2.topRows(n1));
+  ops.gemm(Op::N, Op::N, S(-1), W1.bottomRows(m - n1), P, S(1), W2.bottomRows(m - n1));
+}
+
+/// Scratch needed by factor() for an m x n matrix.
+inline Index factorTotalScratch(Index m, Index n, Index nb) {
+  const Index k = std::min(m, n);
+  Index s = factorScratchSize(k, nb);
+  if (n > k) s = std::max(s, applyScratchSize(k, n - k));
+  return s;
+}
+
+/// QR of any m x n matrix: the recursion on the first k = min(m, n) columns, then R12 = Q^T A(:, k:n) for wide A.
+/// W must be m x k.
+template <class Ops, typename S>
+void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, S* scratch) {
+  const Index m = A.rows, n = A.cols, k = std::min(m, n);
+  if (k == 0) return;
+  factorRecursive(ops, A.leftCols(k), tau, W, nb, scratch);
+  if (n > k) applyQtLeft(ops, A.leftCols(k), W, A.rightCols(n - k), scratch);
+}
+
+/// Scratch needed by solve() for nrhs right-hand sides.
+inline Index solveScratchSize(Index m, Index n, Index nrhs) { return applyScratchSize(std::min(m, n), nrhs); }
+
+/// Eigen's HouseholderQR::_solve_impl / _solve_impl_transposed on a backend. B has max(m, n) rows.
+template <class Ops, typename S>
+void solve(Ops& ops, View<S> A, View<S> W, View<S> B, bool transposed, S* scratch) {
+  const Index m = A.rows, n = A.cols, k = std::min(m, n), nrhs = B.cols;
+  View<S> Yp = A.leftCols(k), R = A.block(0, 0, k, k);
+  if (!transposed) {
+    applyQtLeft(ops, Yp, W, B.topRows(m), scratch);
+    ops.trsmLeftUpper(Op::N, R, B.topRows(k));
+    if (n > k) ops.setZero(B.block(k, 0, n - k, nrhs));
+  } else {
+    ops.trsmLeftUpper(Op::T, R, B.topRows(k));
+    if (m > k) ops.setZero(B.block(k, 0, m - k, nrhs));
+    applyQLeft(ops, Yp, W, B.topRows(m), scratch);
+  }
+}
+
+}  // namespace detail
+}  // namespace tcqr

@@ -1,0 +1,505 @@
+// CudaBackend.cpp - the CUDA backend: cuBLAS GEMM/TRMM/TRSM, cuSOLVER geqrf for the panel, and the kernels of
+// kernels/*.cu, driven by the backend-generic recursion of Algorithms.hpp. Everything is queued on one stream; the
+// factorization itself never synchronises or touches the host.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "Algorithms.hpp"
+#include "CudaCheck.hpp"
+#include "Tunables.hpp"
+#include "kernels.hpp"
+#include "tcqr/detail/QRState.h"
+
+namespace tcqr {
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Error path
+
+const char* cusolverStatusName(cusolverStatus_t s) noexcept {
+  switch (s) {
+    case CUSOLVER_STATUS_SUCCESS: return "CUSOLVER_STATUS_SUCCESS";
+    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
+    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
+    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
+    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
+    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
+    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
+    case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED: return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
+    default: return "CUSOLVER_STATUS_UNKNOWN";
+  }
+}
+
+static const char* baseName(const char* file) {
+  const char* s = std::strrchr(file, '/');
+  return s ? s + 1 : file;
+}
+
+void throwError(ErrorSource src, int status, const char* statusName, const char* call, const char* file, int line) {
+  std::string msg = std::string(call) + " failed: " + (statusName ? statusName : "?") + " (" + std::to_string(status) +
+                    ") [" + baseName(file) + ":" + std::to_string(line) + "]";
+  throw Error(src, status, call, msg);
+}
+
+void checkNoThrow(cudaError_t s, const char* call, const char* file, int line) noexcept {
+  if (s != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "tcqr: %s failed: %s [%s:%d]\n", call, cudaGetErrorName(s), baseName(file), line);
+  }
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Owning buffers (grow-only; a failed allocation leaves the buffer empty and throws)
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { release(); }
+  T* reserve(Index count) {
+    if (count > m_cap) {
+      release();
+      void* p = nullptr;
+      TCQR_CHECK(cudaMalloc(&p, static_cast<size_t>(count) * sizeof(T)));
+      m_p = static_cast<T*>(p);
+      m_cap = count;
+    }
+    return m_p;
+  }
+  void release() noexcept {
+    if (m_p) TCQR_CHECK_NOTHROW(cudaFree(m_p));
+    m_p = nullptr;
+    m_cap = 0;
+  }
+  T* get() const { return m_p; }
+  Index capacity() const { return m_cap; }
+
+ private:
+  T* m_p = nullptr;
+  Index m_cap = 0;
+};
+
+template <typename T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { release(); }
+  T* reserve(Index count) {
+    if (count > m_cap) {
+      release();
+      void* p = nullptr;
+      TCQR_CHECK(cudaMallocHost(&p, static_cast<size_t>(count) * sizeof(T)));
+      m_p = static_cast<T*>(p);
+      m_cap = count;
+    }
+    return m_p;
+  }
+  void release() noexcept {
+    if (m_p) TCQR_CHECK_NOTHROW(cudaFreeHost(m_p));
+    m_p = nullptr;
+    m_cap = 0;
+  }
+  T* get() const { return m_p; }
+
+ private:
+  T* m_p = nullptr;
+  Index m_cap = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Typed vendor calls. Each wraps one call in TCQR_CHECK so that the error message names the real routine.
+
+template <typename S>
+struct Blas;
+
+#define TCQR_DEFINE_BLAS(S, P, CUDA_TYPE)                                                                          \
+  template <>                                                                                                      \
+  struct Blas<S> {                                                                                                 \
+    static constexpr cudaDataType type = CUDA_TYPE;                                                                \
+    static void gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, Index m, Index n, Index k,     \
+                     S alpha, const S* A, Index lda, const S* B, Index ldb, S beta, S* C, Index ldc) {            \
+      TCQR_CHECK(cublas##P##gemm_64(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc));                  \
+    }                                                                                                              \
+    static void trmmRightUpper(cublasHandle_t h, Index m, Index n, const S* T, Index ldt, S* B, Index ldb) {      \
+      const S one = 1;                                                                                             \
+      TCQR_CHECK(cublas##P##trmm_64(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,                    \
+                                    CUBLAS_DIAG_NON_UNIT, m, n, &one, T, ldt, B, ldb, B, ldb));                    \
+    }                                                                                                              \
+    static void trsmLeftUpper(cublasHandle_t h, cublasOperation_t op, Index m, Index n, const S* R, Index ldr,     \
+                              S* B, Index ldb) {                                                                   \
+      const S one = 1;                                                                                             \
+      TCQR_CHECK(cublas##P##trsm_64(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, m, n,  \
+                                    &one, R, ldr, B, ldb));                                                        \
+    }                                                                                                              \
+  };
+TCQR_DEFINE_BLAS(float, S, CUDA_R_32F)
+TCQR_DEFINE_BLAS(double, D, CUDA_R_64F)
+#undef TCQR_DEFINE_BLAS
+
+inline cublasOperation_t cuOp(Op o) { return o == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
+// ---------------------------------------------------------------------------------------------------------------
+// The Ops of Algorithms.hpp on the device.
+
+template <typename S>
+struct CudaOps {
+  cublasHandle_t blas;
+  cusolverDnHandle_t solver;
+  cusolverDnParams_t params;
+  cudaStream_t stream;
+  DeviceBuffer<char>* work;
+  std::vector<char>* hostWork;
+  int* dInfo;
+
+  void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+    if (C.empty()) return;
+    const Index k = (ta == Op::N) ? A.cols : A.rows;
+    if (k == 0) {
+      if (beta == S(0)) setZero(C);
+      return;  // beta == 1 everywhere else in the algorithms
+    }
+    Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
+  }
+
+  void geqrfPanel(View<S> A, S* tau) {
+    if (A.empty()) return;
+    size_t dBytes = 0, hBytes = 0;
+    TCQR_CHECK(cusolverDnXgeqrf_bufferSize(solver, params, A.rows, A.cols, Blas<S>::type, A.p, A.ld, Blas<S>::type,
+                                           tau, Blas<S>::type, &dBytes, &hBytes));
+    work->reserve(static_cast<Index>(dBytes));
+    if (hostWork->size() < hBytes) hostWork->resize(hBytes);
+    TCQR_CHECK(cusolverDnXgeqrf(solver, params, A.rows, A.cols, Blas<S>::type, A.p, A.ld, Blas<S>::type, tau,
+                                Blas<S>::type, work->get(), dBytes, hBytes ? hostWork->data() : nullptr, hBytes,
+                                dInfo));
+  }
+
+  void copyUnitLower(View<S> src, View<S> dst) {
+    kernels::launchCopyUnitLower<S>(src.p, src.ld, dst.p, dst.ld, dst.rows, dst.cols, stream);
+  }
+  void formT(View<S> Sm, const S* tau, View<S> T) {
+    kernels::launchFormT<S>(Sm.p, Sm.ld, tau, T.p, T.ld, T.rows, stream);
+  }
+  void trmmRightUpper(View<S> B, View<S> T) {
+    if (!B.empty()) Blas<S>::trmmRightUpper(blas, B.rows, B.cols, T.p, T.ld, B.p, B.ld);
+  }
+  void trsmLeftUpper(Op op, View<S> R, View<S> B) {
+    if (!B.empty()) Blas<S>::trsmLeftUpper(blas, cuOp(op), B.rows, B.cols, R.p, R.ld, B.p, B.ld);
+  }
+  void setZero(View<S> A) {
+    if (!A.empty())
+      TCQR_CHECK(cudaMemset2DAsync(A.p, A.ld * sizeof(S), 0, A.rows * sizeof(S), A.cols, stream));
+  }
+};
+
+/// Makes the object's device current for the duration of a call.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    TCQR_CHECK(cudaGetDevice(&m_prev));
+    if (m_prev != device) TCQR_CHECK(cudaSetDevice(device));
+    m_device = device;
+  }
+  ~DeviceGuard() {
+    if (m_prev != m_device) TCQR_CHECK_NOTHROW(cudaSetDevice(m_prev));
+  }
+
+ private:
+  int m_prev = 0, m_device = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+
+template <typename S>
+class CudaQRState final : public QRState<S> {
+ public:
+  CudaQRState() {
+    if (!cudaDeviceAvailable())
+      throw Error(ErrorSource::NoDevice, 0, "cudaGetDeviceCount",
+                  "Backend::Cuda requested but no usable CUDA device is present");
+    TCQR_CHECK(cudaGetDevice(&m_device));
+    try {
+      TCQR_CHECK(cublasCreate(&m_blas));
+      TCQR_CHECK(cusolverDnCreate(&m_solver));
+      TCQR_CHECK(cusolverDnCreateParams(&m_params));
+      TCQR_CHECK(cublasSetMathMode(m_blas, CUBLAS_DEFAULT_MATH));  // true FP32/FP64: no TF32 behind the user's back
+      m_flags.reserve(2);
+      m_hostFlags.reserve(2);
+      m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
+      applyStream();
+    } catch (...) {
+      destroyHandles();
+      throw;
+    }
+  }
+  ~CudaQRState() override {
+    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
+    destroyHandles();
+  }
+
+  Backend backend() const noexcept override { return Backend::Cuda; }
+
+  std::unique_ptr<QRState<S>> clone() const override {
+    DeviceGuard g(m_device);
+    std::unique_ptr<CudaQRState> c(new CudaQRState());
+    c->m_userStream = m_userStream;
+    c->m_nb = m_nb;
+    c->applyStream();
+    synchronize();
+    c->allocate(m_rows, m_cols);
+    const Index k = std::min(m_rows, m_cols);
+    copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
+    copyD2D(c->m_w.get(), m_w.get(), m_rows * k);
+    copyD2D(c->m_tau.get(), m_tau.get(), k);
+    std::memcpy(c->m_hostFlags.get(), m_hostFlags.get(), 2 * sizeof(int));
+    synchronize();  // the copies were queued on this object's stream
+    return std::unique_ptr<QRState<S>>(c.release());
+  }
+
+  S* staging(Index count) override {
+    synchronize();  // a previous transfer may still read the buffer
+    return m_stage.reserve(std::max<Index>(count, 1));
+  }
+
+  void factorStaged(Index rows, Index cols) override {
+    DeviceGuard g(m_device);
+    allocate(rows, cols);
+    if (rows * cols > 0)
+      TCQR_CHECK(cudaMemcpyAsync(m_a.get(), m_stage.get(), sizeof(S) * rows * cols, cudaMemcpyHostToDevice, stream()));
+    runFactor();
+  }
+
+  void factorDevice(const S* dA, Index rows, Index cols, Index ld, CUstream_st* userStream) override {
+    if (rows < 0 || cols < 0 || ld < std::max<Index>(rows, 1) || (rows * cols > 0 && dA == nullptr))
+      throw Error(ErrorSource::Usage, 0, "computeOnDevice",
+                  "computeOnDevice: invalid arguments (null pointer, negative size or ld < rows)");
+    DeviceGuard g(m_device);
+    setStream(userStream);
+    allocate(rows, cols);
+    if (rows * cols > 0)
+      TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, dA, sizeof(S) * ld, sizeof(S) * rows, cols,
+                                   cudaMemcpyDeviceToDevice, stream()));
+    runFactor();
+  }
+
+  Index rows() const noexcept override { return m_rows; }
+  Index cols() const noexcept override { return m_cols; }
+
+  bool inputNotFinite() const override {
+    synchronize();
+    return m_hostFlags.get()[0] != 0;
+  }
+
+  void copyQR(S* dst, Index ld) const override {
+    if (m_rows * m_cols == 0) return;
+    DeviceGuard g(m_device);
+    TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ld, m_a.get(), sizeof(S) * m_rows, sizeof(S) * m_rows, m_cols,
+                                 cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+  void copyTau(S* dst) const override {
+    const Index k = std::min(m_rows, m_cols);
+    if (k == 0) return;
+    DeviceGuard g(m_device);
+    TCQR_CHECK(cudaMemcpyAsync(dst, m_tau.get(), sizeof(S) * k, cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+  void copyDiagonal(S* dst) const override {
+    const Index k = std::min(m_rows, m_cols);
+    if (k == 0) return;
+    DeviceGuard g(m_device);
+    TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S), m_a.get(), sizeof(S) * (m_rows + 1), sizeof(S), k,
+                                 cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+
+  void applyQ(S* B, Index bRows, Index bCols, Index ldb, bool onLeft, bool transpose, Index length) override {
+    const Index k = std::min(m_rows, m_cols);
+    if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "applyQ", "applyQ: invalid reflector count");
+    if (bRows * bCols == 0) return;
+    DeviceGuard g(m_device);
+    S* dB = m_rhs.reserve(bRows * bCols);
+    TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * bRows, B, sizeof(S) * ldb, sizeof(S) * bRows, bCols,
+                                 cudaMemcpyHostToDevice, stream()));
+    S* scratch = m_scratch.reserve(applyScratchSize(length, onLeft ? bCols : bRows));
+    CudaOps<S> ops = makeOps();
+    applyWY(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dB, bRows, bCols, bRows), onLeft, transpose,
+            scratch);
+    TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * bRows, sizeof(S) * bRows, bCols,
+                                 cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+
+  void formQ(S* dst, Index qCols, Index ld, bool transpose, Index length) override {
+    const Index k = std::min(m_rows, m_cols);
+    if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "formQ", "formQ: invalid reflector count");
+    if (m_rows * qCols == 0) return;
+    DeviceGuard g(m_device);
+    S* dQ = m_rhs.reserve(m_rows * qCols);
+    kernels::launchSetIdentity<S>(dQ, m_rows, m_rows, qCols, stream());
+    S* scratch = m_scratch.reserve(applyScratchSize(length, qCols));
+    CudaOps<S> ops = makeOps();
+    applyWY(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dQ, m_rows, qCols, m_rows), true,
+            transpose, scratch);
+    TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ld, dQ, sizeof(S) * m_rows, sizeof(S) * m_rows, qCols,
+                                 cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+
+  void solve(S* B, Index nrhs, Index ldb, bool transposed) override {
+    const Index rowsB = std::max(m_rows, m_cols);
+    if (rowsB * nrhs == 0) return;
+    DeviceGuard g(m_device);
+    S* dB = m_rhs.reserve(rowsB * nrhs);
+    TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * rowsB, B, sizeof(S) * ldb, sizeof(S) * rowsB, nrhs,
+                                 cudaMemcpyHostToDevice, stream()));
+    S* scratch = m_scratch.reserve(solveScratchSize(m_rows, m_cols, nrhs));
+    CudaOps<S> ops = makeOps();
+    detail::solve(ops, viewA(), viewW(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch);
+    TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * rowsB, sizeof(S) * rowsB, nrhs,
+                                 cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+
+  const S* deviceQR() const override { return m_a.get(); }
+  const S* deviceTau() const override { return m_tau.get(); }
+  const S* deviceW() const override { return m_w.get(); }
+
+  void synchronize() const override {
+    DeviceGuard g(m_device);
+    TCQR_CHECK(cudaStreamSynchronize(stream()));
+  }
+
+  void setBlockSize(Index nb) override { m_nb = nb; }
+  Index blockSize() const noexcept override { return nb(); }
+  void setStream(CUstream_st* s) override {
+    if (s == m_userStream) return;
+    synchronize();  // work queued on the old stream completes before the new one may touch the buffers
+    m_userStream = s;
+    applyStream();
+  }
+
+ private:
+  Index nb() const { return m_nb > 0 ? m_nb : kCudaBlockSize; }
+  View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
+  View<S> viewW() const { return View<S>(m_w.get(), m_rows, std::min(m_rows, m_cols), m_rows); }
+
+  cudaStream_t stream() const {
+    if (m_userStream) return m_userStream;
+    if (!m_ownStream) TCQR_CHECK(cudaStreamCreateWithFlags(&m_ownStream, cudaStreamNonBlocking));
+    return m_ownStream;
+  }
+  void applyStream() {
+    TCQR_CHECK(cublasSetStream(m_blas, stream()));
+    TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
+  }
+
+  CudaOps<S> makeOps() const { return CudaOps<S>{m_blas, m_solver, m_params, stream(), &m_work, &m_hostWork, m_flags.get() + 1}; }
+
+  void copyD2D(S* dst, const S* src, Index count) const {
+    if (count > 0) TCQR_CHECK(cudaMemcpyAsync(dst, src, sizeof(S) * count, cudaMemcpyDeviceToDevice, stream()));
+  }
+
+  // Sizes every buffer a factorization of rows x cols needs. On failure (out of memory) all device memory of the
+  // object is released, so a failed compute() leaks nothing and the next one starts clean.
+  void allocate(Index rows, Index cols) {
+    synchronize();
+    m_rows = m_cols = 0;
+    const Index k = std::min(rows, cols);
+    try {
+      m_a.reserve(std::max<Index>(rows * cols, 1));
+      m_w.reserve(std::max<Index>(rows * k, 1));
+      m_tau.reserve(std::max<Index>(k, 1));
+      m_scratch.reserve(std::max<Index>(factorTotalScratch(rows, cols, nb()), 1));
+      if (k > 0) {
+        size_t dBytes = 0, hBytes = 0;
+        TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_solver, m_params, rows, std::min(k, nb()), Blas<S>::type, m_a.get(),
+                                               rows, Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes, &hBytes));
+        m_work.reserve(static_cast<Index>(dBytes));
+        if (m_hostWork.size() < hBytes) m_hostWork.resize(hBytes);
+      }
+    } catch (...) {
+      m_a.release();
+      m_w.release();
+      m_tau.release();
+      m_scratch.release();
+      m_work.release();
+      m_rhs.release();
+      throw;
+    }
+    m_rows = rows;
+    m_cols = cols;
+  }
+
+  void runFactor() {
+    TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
+    kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
+    CudaOps<S> ops = makeOps();
+    factor(ops, viewA(), m_tau.get(), viewW(), nb(), m_scratch.get());
+    TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  }
+
+  void destroyHandles() noexcept {
+    if (m_params) cusolverDnDestroyParams(m_params);
+    if (m_solver) cusolverDnDestroy(m_solver);
+    if (m_blas) cublasDestroy(m_blas);
+    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_ownStream));
+    m_params = nullptr;
+    m_solver = nullptr;
+    m_blas = nullptr;
+    m_ownStream = nullptr;
+  }
+
+  int m_device = 0;
+  mutable cudaStream_t m_ownStream = nullptr;
+  cudaStream_t m_userStream = nullptr;
+  cublasHandle_t m_blas = nullptr;
+  cusolverDnHandle_t m_solver = nullptr;
+  cusolverDnParams_t m_params = nullptr;
+  DeviceBuffer<S> m_a, m_w, m_tau, m_scratch, m_rhs;
+  mutable DeviceBuffer<char> m_work;
+  DeviceBuffer<int> m_flags;
+  PinnedBuffer<S> m_stage;
+  PinnedBuffer<int> m_hostFlags;
+  mutable std::vector<char> m_hostWork;
+  Index m_rows = 0, m_cols = 0, m_nb = 0;
+};
+
+}  // namespace
+
+template <typename S>
+std::unique_ptr<QRState<S>> makeCudaQRState() {
+  return std::unique_ptr<QRState<S>>(new CudaQRState<S>());
+}
+template std::unique_ptr<QRState<float>> makeCudaQRState<float>();
+template std::unique_ptr<QRState<double>> makeCudaQRState<double>();
+
+}  // namespace detail
+
+bool builtWithCuda() noexcept { return true; }
+
+bool cudaDeviceAvailable() noexcept {
+  static const bool available = [] {
+    const char* off = std::getenv("TCQR_DISABLE_CUDA");
+    if (off && *off && std::strcmp(off, "0") != 0) return false;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return n > 0;
+  }();
+  return available;
+}
+
+}  // namespace tcqr

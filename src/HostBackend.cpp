@@ -1,0 +1,205 @@
+// HostBackend.cpp - the Host backend: the same recursive algorithm with Eigen as the BLAS. This is what CPU-only CI
+// tests end to end, and the fallback when no GPU is present.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/Householder>
+
+#include "Algorithms.hpp"
+#include "Tunables.hpp"
+#include "tcqr/Error.h"
+#include "tcqr/detail/QRState.h"
+
+namespace tcqr {
+namespace detail {
+
+namespace {
+
+template <typename S>
+using MapM = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>, 0, Eigen::OuterStride<>>;
+
+template <typename S>
+MapM<S> map(View<S> v) {
+  return MapM<S>(v.p, v.rows, v.cols, Eigen::OuterStride<>(v.ld));
+}
+
+template <typename S>
+struct HostOps {
+  void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+    if (C.empty()) return;
+    auto c = map(C);
+    if (beta == S(0))
+      c.setZero();
+    else if (beta != S(1))
+      c *= beta;
+    const Index inner = (ta == Op::N) ? A.cols : A.rows;
+    if (inner == 0) return;
+    auto a = map(A);
+    auto b = map(B);
+    if (ta == Op::N && tb == Op::N) c.noalias() += alpha * a * b;
+    else if (ta == Op::T && tb == Op::N) c.noalias() += alpha * a.transpose() * b;
+    else if (ta == Op::N && tb == Op::T) c.noalias() += alpha * a * b.transpose();
+    else c.noalias() += alpha * a.transpose() * b.transpose();
+  }
+
+  // Column-by-column Householder QR with Eigen's own reflector (makeHouseholderInPlace), hence Eigen's conventions.
+  void geqrfPanel(View<S> A, S* tau) {
+    auto a = map(A);
+    const Index m = A.rows, n = A.cols;
+    std::vector<S> work(static_cast<size_t>(std::max<Index>(n, 1)));
+    for (Index j = 0; j < n; ++j) {
+      S beta;
+      a.col(j).tail(m - j).makeHouseholderInPlace(tau[j], beta);
+      a(j, j) = beta;
+      a.bottomRightCorner(m - j, n - j - 1).applyHouseholderOnTheLeft(a.col(j).tail(m - j - 1), tau[j], work.data());
+    }
+  }
+
+  void copyUnitLower(View<S> src, View<S> dst) {
+    auto s = map(src);
+    auto d = map(dst);
+    for (Index j = 0; j < dst.cols; ++j) {
+      const Index top = std::min(j, dst.rows);
+      d.col(j).head(top).setZero();
+      if (j < dst.rows) {
+        d(j, j) = S(1);
+        d.col(j).tail(dst.rows - j - 1) = s.col(j).tail(dst.rows - j - 1);
+      }
+    }
+  }
+
+  void formT(View<S> Sm, const S* tau, View<S> T) {
+    auto s = map(Sm);
+    auto t = map(T);
+    const Index k = T.rows;
+    t.setZero();
+    for (Index i = 0; i < k; ++i) {
+      t(i, i) = tau[i];
+      if (i > 0) {
+        Eigen::Matrix<S, Eigen::Dynamic, 1> v = -tau[i] * s.col(i).head(i);
+        t.col(i).head(i) = t.topLeftCorner(i, i).template triangularView<Eigen::Upper>() * v;
+      }
+    }
+  }
+
+  void trmmRightUpper(View<S> B, View<S> T) {
+    if (B.empty()) return;
+    auto b = map(B);
+    auto t = map(T);
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tmp = b * t.template triangularView<Eigen::Upper>();
+    b = tmp;
+  }
+
+  void trsmLeftUpper(Op op, View<S> R, View<S> B) {
+    if (B.empty()) return;
+    auto r = map(R);
+    auto b = map(B);
+    if (op == Op::N)
+      r.template triangularView<Eigen::Upper>().solveInPlace(b);
+    else
+      r.template triangularView<Eigen::Upper>().transpose().solveInPlace(b);
+  }
+
+  void setZero(View<S> A) {
+    if (!A.empty()) map(A).setZero();
+  }
+};
+
+template <typename S>
+class HostQRState final : public QRState<S> {
+ public:
+  Backend backend() const noexcept override { return Backend::Host; }
+  std::unique_ptr<QRState<S>> clone() const override { return std::unique_ptr<QRState<S>>(new HostQRState(*this)); }
+
+  S* staging(Index count) override {
+    if (static_cast<Index>(m_stage.size()) < count) m_stage.resize(static_cast<size_t>(count));
+    return m_stage.data();
+  }
+
+  void factorStaged(Index rows, Index cols) override {
+    m_rows = rows;
+    m_cols = cols;
+    const Index k = std::min(rows, cols);
+    // The staged input becomes the factorization storage; the previous storage becomes the next staging buffer.
+    std::swap(m_a, m_stage);
+    m_notFinite = !MapM<S>(m_a.data(), rows, cols, Eigen::OuterStride<>(std::max<Index>(rows, 1))).allFinite();
+    m_tau.assign(static_cast<size_t>(k), S(0));
+    m_w.assign(static_cast<size_t>(rows * k), S(0));
+    m_scratch.resize(static_cast<size_t>(factorTotalScratch(rows, cols, nb())));
+    HostOps<S> ops;
+    factor(ops, viewA(), m_tau.data(), View<S>(m_w.data(), rows, k, rows), nb(), m_scratch.data());
+  }
+
+  Index rows() const noexcept override { return m_rows; }
+  Index cols() const noexcept override { return m_cols; }
+  bool inputNotFinite() const override { return m_notFinite; }
+
+  void copyQR(S* dst, Index ld) const override {
+    for (Index j = 0; j < m_cols; ++j) std::memcpy(dst + j * ld, m_a.data() + j * m_rows, sizeof(S) * m_rows);
+  }
+  void copyTau(S* dst) const override { std::copy(m_tau.begin(), m_tau.end(), dst); }
+  void copyDiagonal(S* dst) const override {
+    for (Index i = 0; i < std::min(m_rows, m_cols); ++i) dst[i] = m_a[static_cast<size_t>(i + i * m_rows)];
+  }
+
+  void applyQ(S* B, Index bRows, Index bCols, Index ldb, bool onLeft, bool transpose, Index length) override {
+    const Index k = std::min(m_rows, m_cols);
+    if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "applyQ", "applyQ: invalid reflector count");
+    const Index c = onLeft ? bCols : bRows;
+    m_scratch.resize(std::max(m_scratch.size(), static_cast<size_t>(applyScratchSize(length, c))));
+    HostOps<S> ops;
+    applyWY(ops, viewA().leftCols(length), View<S>(m_w.data(), m_rows, length, m_rows), View<S>(B, bRows, bCols, ldb),
+            onLeft, transpose, m_scratch.data());
+  }
+
+  void formQ(S* dst, Index qCols, Index ld, bool transpose, Index length) override {
+    MapM<S>(dst, m_rows, qCols, Eigen::OuterStride<>(ld)).setIdentity();
+    applyQ(dst, m_rows, qCols, ld, true, transpose, length);
+  }
+
+  void solve(S* B, Index nrhs, Index ldb, bool transposed) override {
+    m_scratch.resize(std::max(m_scratch.size(), static_cast<size_t>(solveScratchSize(m_rows, m_cols, nrhs))));
+    HostOps<S> ops;
+    const Index k = std::min(m_rows, m_cols);
+    detail::solve(ops, viewA(), View<S>(m_w.data(), m_rows, k, m_rows),
+                  View<S>(B, std::max(m_rows, m_cols), nrhs, ldb), transposed, m_scratch.data());
+  }
+
+  const S* deviceQR() const override { return m_a.data(); }
+  const S* deviceTau() const override { return m_tau.data(); }
+  const S* deviceW() const override { return m_w.data(); }
+  void synchronize() const override {}
+  void setBlockSize(Index nb) override { m_nb = nb; }
+  Index blockSize() const noexcept override { return nb(); }
+  void setStream(CUstream_st*) override {}
+
+ private:
+  Index nb() const { return m_nb > 0 ? m_nb : kHostBlockSize; }
+  View<S> viewA() { return View<S>(m_a.data(), m_rows, m_cols, m_rows); }
+
+  std::vector<S> m_a, m_w, m_tau, m_stage, m_scratch;
+  Index m_rows = 0, m_cols = 0, m_nb = 0;
+  bool m_notFinite = false;
+};
+
+}  // namespace
+
+template <typename S>
+void QRState<S>::factorDevice(const S*, Index, Index, Index, CUstream_st*) {
+  throw Error(ErrorSource::Usage, 0, "factorDevice", "computeOnDevice needs the CUDA backend");
+}
+
+template <typename S>
+std::unique_ptr<QRState<S>> makeHostQRState() {
+  return std::unique_ptr<QRState<S>>(new HostQRState<S>());
+}
+
+template class QRState<float>;
+template class QRState<double>;
+template std::unique_ptr<QRState<float>> makeHostQRState<float>();
+template std::unique_ptr<QRState<double>> makeHostQRState<double>();
+
+}  // namespace detail
+}  // namespace tcqr
