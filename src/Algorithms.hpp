@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "Tsqr.hpp"
 #include "View.hpp"
 
 namespace tcqr {
@@ -21,11 +22,19 @@ namespace detail {
 /// Column split of Algorithm 1: half the columns, rounded down to a multiple of the panel width.
 inline Index splitColumns(Index n, Index nb) { return std::max(nb, (n / 2) / nb * nb); }
 
+/// Which panel factorization the recursion uses at its leaves.
+enum class PanelKind {
+  Geqrf,  ///< geqrfPanel (cuSOLVER / Eigen reflectors) + W = Y T
+  Tsqr    ///< TSQR tree + ReconstructWY (Tsqr.hpp) where it applies, Geqrf otherwise
+};
+
 /// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem.
-inline Index factorScratchSize(Index n, Index nb) {
-  if (n <= nb) return 2 * n * n;
-  const Index n1 = splitColumns(n, nb);
-  return std::max<Index>(n1 * n, 2 * nb * nb);
+inline Index factorScratchSize(Index m, Index n, Index nb, PanelKind panel) {
+  const Index w = std::min(n, nb);
+  Index s = 2 * w * w;
+  if (panel == PanelKind::Tsqr && tsqrApplicable(m, w)) s = std::max(s, tsqrScratchSize(m, w));
+  if (n > nb) s = std::max(s, splitColumns(n, nb) * n);
+  return s;
 }
 /// Scratch needed to apply a k-reflector WY form to `c` vectors.
 inline Index applyScratchSize(Index k, Index c) { return k * c + k * k; }
@@ -102,20 +111,24 @@ void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool trans
 /// Recursive Householder QR of A (m x n, m >= n), TPDS'25 Algorithm 1. On exit A holds R and the Householder
 /// vectors (Eigen/LAPACK layout), tau the coefficients, and W (m x n) satisfies H_0 ... H_{n-1} = I - W Y^T.
 template <class Ops, typename S>
-void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, S* scratch) {
+void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch) {
   const Index m = A.rows, n = A.cols;
   if (n == 0) return;
   if (n <= nb) {
-    ops.geqrfPanel(A, tau);
-    formPanelW(ops, A, tau, W, scratch);
+    if (panel == PanelKind::Tsqr && tsqrApplicable(m, n)) {
+      tsqrPanel(ops, A, tau, W, scratch);
+    } else {
+      ops.geqrfPanel(A, tau);
+      formPanelW(ops, A, tau, W, scratch);
+    }
     return;
   }
   const Index n1 = splitColumns(n, nb), n2 = n - n1;
   View<S> A1 = A.leftCols(n1), A2 = A.rightCols(n2), W1 = W.leftCols(n1), W2 = W.rightCols(n2);
 
-  factorRecursive(ops, A1, tau, W1, nb, scratch);
+  factorRecursive(ops, A1, tau, W1, nb, panel, scratch);
   applyQtLeft(ops, A1, W1, A2, scratch);  // [R12; A22] = Q1^T A2
-  factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, scratch);
+  factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, panel, scratch);
 
   // W2 <- W2 - W1 (Y1^T W2). The top n1 rows of W2 are zero, so Y1^T W2 only involves Y1's dense bottom part.
   View<S> P(scratch, n1, n2, n1);
@@ -125,9 +138,9 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, S* scratc
 }
 
 /// Scratch needed by factor() for an m x n matrix.
-inline Index factorTotalScratch(Index m, Index n, Index nb) {
+inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel) {
   const Index k = std::min(m, n);
-  Index s = factorScratchSize(k, nb);
+  Index s = factorScratchSize(m, k, nb, panel);
   if (n > k) s = std::max(s, applyScratchSize(k, n - k));
   return s;
 }
@@ -135,10 +148,10 @@ inline Index factorTotalScratch(Index m, Index n, Index nb) {
 /// QR of any m x n matrix: the recursion on the first k = min(m, n) columns, then R12 = Q^T A(:, k:n) for wide A.
 /// W must be m x k.
 template <class Ops, typename S>
-void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, S* scratch) {
+void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n);
   if (k == 0) return;
-  factorRecursive(ops, A.leftCols(k), tau, W, nb, scratch);
+  factorRecursive(ops, A.leftCols(k), tau, W, nb, panel, scratch);
   if (n > k) applyQtLeft(ops, A.leftCols(k), W, A.rightCols(n - k), scratch);
 }
 

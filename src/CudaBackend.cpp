@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "Algorithms.hpp"
@@ -200,6 +201,23 @@ struct CudaOps {
     if (!A.empty())
       TCQR_CHECK(cudaMemset2DAsync(A.p, A.ld * sizeof(S), 0, A.rows * sizeof(S), A.cols, stream));
   }
+  void setIdentity(View<S> A) { kernels::launchSetIdentity<S>(A.p, A.ld, A.rows, A.cols, stream); }
+  void copy(View<S> src, View<S> dst) {
+    if (!dst.empty())
+      TCQR_CHECK(cudaMemcpy2DAsync(dst.p, dst.ld * sizeof(S), src.p, src.ld * sizeof(S), dst.rows * sizeof(S),
+                                   dst.cols, cudaMemcpyDeviceToDevice, stream));
+  }
+  void tsqrTileQR(View<S> X, Index tiles, S* tau, View<S> Rout) {
+    kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, Rout.p, Rout.ld, stream);
+  }
+  void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
+    kernels::launchTsqrTileApplyQ<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, stream);
+  }
+  void signedLU(View<S> LU, S* s) { kernels::launchSignedLU<S>(LU.p, LU.ld, LU.rows, s, stream); }
+  void reconstructWY(View<S> Q, View<S> LU, const S* s, View<S> R, View<S> A, View<S> W, S* tau) {
+    kernels::launchReconstructWY<S>(Q.p, Q.ld, Q.rows, Q.cols, LU.p, LU.ld, s, R.p, R.ld, A.p, A.ld, W.p, W.ld, tau,
+                                    stream);
+  }
 };
 
 /// Makes the object's device current for the duration of a call.
@@ -243,7 +261,10 @@ class CudaQRState final : public QRState<S> {
     }
   }
   ~CudaQRState() override {
+    // Work still queued (on our stream or the user's) may use the buffers freed below.
+    if (m_userStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_userStream));
     if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
+    if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
     destroyHandles();
   }
 
@@ -254,6 +275,7 @@ class CudaQRState final : public QRState<S> {
     std::unique_ptr<CudaQRState> c(new CudaQRState());
     c->m_userStream = m_userStream;
     c->m_nb = m_nb;
+    c->m_panel = m_panel;
     c->applyStream();
     synchronize();
     c->allocate(m_rows, m_cols);
@@ -286,6 +308,13 @@ class CudaQRState final : public QRState<S> {
     DeviceGuard g(m_device);
     setStream(userStream);
     allocate(rows, cols);
+    if (!userStream) {
+      // Without a user stream the work runs on the object's non-blocking stream: order it after everything already
+      // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
+      if (!m_ready) TCQR_CHECK(cudaEventCreateWithFlags(&m_ready, cudaEventDisableTiming));
+      TCQR_CHECK(cudaEventRecord(m_ready, cudaStreamLegacy));
+      TCQR_CHECK(cudaStreamWaitEvent(stream(), m_ready, 0));
+    }
     if (rows * cols > 0)
       TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, dA, sizeof(S) * ld, sizeof(S) * rows, cols,
                                    cudaMemcpyDeviceToDevice, stream()));
@@ -381,6 +410,7 @@ class CudaQRState final : public QRState<S> {
   }
 
   void setBlockSize(Index nb) override { m_nb = nb; }
+  void setPanel(Panel panel) override { m_panel = panel; }
   Index blockSize() const noexcept override { return nb(); }
   void setStream(CUstream_st* s) override {
     if (s == m_userStream) return;
@@ -390,7 +420,11 @@ class CudaQRState final : public QRState<S> {
   }
 
  private:
-  Index nb() const { return m_nb > 0 ? m_nb : kCudaBlockSize; }
+  Index nb() const {
+    if (m_nb > 0) return m_nb;
+    return panelKind() == PanelKind::Tsqr ? kTsqrMaxCols : kCudaBlockSize;
+  }
+  PanelKind panelKind() const { return m_panel == Panel::Tsqr ? PanelKind::Tsqr : PanelKind::Geqrf; }
   View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
   View<S> viewW() const { return View<S>(m_w.get(), m_rows, std::min(m_rows, m_cols), m_rows); }
 
@@ -413,22 +447,29 @@ class CudaQRState final : public QRState<S> {
   // Sizes every buffer a factorization of rows x cols needs. On failure (out of memory) all device memory of the
   // object is released, so a failed compute() leaks nothing and the next one starts clean.
   void allocate(Index rows, Index cols) {
-    synchronize();
-    m_rows = m_cols = 0;
     const Index k = std::min(rows, cols);
+    const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(rows * k, 1), std::max<Index>(k, 1),
+                           std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
+    const bool grows = need[0] > m_a.capacity() || need[1] > m_w.capacity() || need[2] > m_tau.capacity() ||
+                       need[3] > m_scratch.capacity();
+    if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
+    m_rows = m_cols = 0;
     try {
-      m_a.reserve(std::max<Index>(rows * cols, 1));
-      m_w.reserve(std::max<Index>(rows * k, 1));
-      m_tau.reserve(std::max<Index>(k, 1));
-      m_scratch.reserve(std::max<Index>(factorTotalScratch(rows, cols, nb()), 1));
-      if (k > 0) {
+      m_a.reserve(need[0]);
+      m_w.reserve(need[1]);
+      m_tau.reserve(need[2]);
+      m_scratch.reserve(need[3]);
+      if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {
         size_t dBytes = 0, hBytes = 0;
         TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_solver, m_params, rows, std::min(k, nb()), Blas<S>::type, m_a.get(),
                                                rows, Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes, &hBytes));
+        if (static_cast<Index>(dBytes) > m_work.capacity()) synchronize();
         m_work.reserve(static_cast<Index>(dBytes));
         if (m_hostWork.size() < hBytes) m_hostWork.resize(hBytes);
+        m_workQueried = std::make_pair(rows, std::min(k, nb()));
       }
     } catch (...) {
+      m_workQueried = std::make_pair(Index(-1), Index(-1));
       m_a.release();
       m_w.release();
       m_tau.release();
@@ -445,7 +486,7 @@ class CudaQRState final : public QRState<S> {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
     CudaOps<S> ops = makeOps();
-    factor(ops, viewA(), m_tau.get(), viewW(), nb(), m_scratch.get());
+    factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get());
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
   }
 
@@ -473,6 +514,9 @@ class CudaQRState final : public QRState<S> {
   PinnedBuffer<int> m_hostFlags;
   mutable std::vector<char> m_hostWork;
   Index m_rows = 0, m_cols = 0, m_nb = 0;
+  Panel m_panel = Panel::Auto;
+  std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
+  cudaEvent_t m_ready = nullptr;
 };
 
 }  // namespace

@@ -105,6 +105,72 @@ struct HostOps {
   void setZero(View<S> A) {
     if (!A.empty()) map(A).setZero();
   }
+  void setIdentity(View<S> A) {
+    if (!A.empty()) map(A).setIdentity();
+  }
+  void copy(View<S> src, View<S> dst) {
+    if (!dst.empty()) map(dst) = map(src);
+  }
+
+  // TSQR primitives (Tsqr.hpp): the same tiling as the CUDA kernels, each tile factored with Eigen's reflectors.
+  void tsqrTileQR(View<S> X, Index tiles, S* tau, View<S> Rout) {
+    const Index n = X.cols;
+    for (Index t = 0; t < tiles; ++t) {
+      const Index r0 = tileBegin(X.rows, tiles, t), nr = tileBegin(X.rows, tiles, t + 1) - r0;
+      View<S> tile = X.block(r0, 0, nr, n);
+      geqrfPanel(tile, tau + t * n);
+      map(Rout.block(t * n, 0, n, n)) = map(tile.topRows(n)).template triangularView<Eigen::Upper>();
+    }
+  }
+  void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
+    const Index n = X.cols;
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> B;
+    std::vector<S> work(static_cast<size_t>(n));
+    for (Index t = 0; t < tiles; ++t) {
+      const Index r0 = tileBegin(X.rows, tiles, t), nr = tileBegin(X.rows, tiles, t + 1) - r0;
+      auto V = map(X.block(r0, 0, nr, n));
+      B.setZero(nr, n);
+      B.topRows(n) = map(C.block(t * n, 0, n, n));
+      for (Index j = n - 1; j >= 0; --j)
+        B.bottomRows(nr - j).applyHouseholderOnTheLeft(V.col(j).tail(nr - j - 1), tau[t * n + j], work.data());
+      V = B;
+    }
+  }
+  void signedLU(View<S> LU, S* s) {
+    auto a = map(LU);
+    a = -a;
+    const Index n = LU.rows;
+    for (Index k = 0; k < n; ++k) {
+      s[k] = a(k, k) >= S(0) ? S(1) : S(-1);
+      a(k, k) += s[k];
+      a.col(k).tail(n - k - 1) /= a(k, k);
+      a.bottomRightCorner(n - k - 1, n - k - 1).noalias() -= a.col(k).tail(n - k - 1) * a.row(k).tail(n - k - 1);
+    }
+  }
+  void reconstructWY(View<S> Q, View<S> LU, const S* s, View<S> R, View<S> A, View<S> W, S* tau) {
+    const Index m = Q.rows, n = Q.cols;
+    auto lu = map(LU);
+    Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>> sv(s, n);
+    auto w = map(W);
+    // W Y1^T = I - Q S_n
+    w = -map(Q) * sv.asDiagonal();
+    w.diagonal().array() += S(1);
+    lu.template triangularView<Eigen::UnitLower>().transpose().template solveInPlace<Eigen::OnTheRight>(w);
+    // Y2 U = -Q2 (rows >= n); Q and A may alias, so this comes after W, which read Q.
+    auto a = map(A);
+    if (m > n) {
+      auto y2 = a.bottomRows(m - n);
+      y2 = -map(Q).bottomRows(m - n);
+      lu.template triangularView<Eigen::Upper>().template solveInPlace<Eigen::OnTheRight>(y2);
+    }
+    // top rows: L1 strictly below the diagonal, S_n R on and above it
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < n; ++i) a(i, j) = (i > j) ? lu(i, j) : s[i] * map(R)(i, j);
+    for (Index j = 0; j < n; ++j) tau[j] = lu(j, j) * s[j];
+  }
+
+ private:
+  static Index tileBegin(Index m, Index tiles, Index t) { return (m * t) / tiles; }
 };
 
 template <typename S>
@@ -127,9 +193,9 @@ class HostQRState final : public QRState<S> {
     m_notFinite = !MapM<S>(m_a.data(), rows, cols, Eigen::OuterStride<>(std::max<Index>(rows, 1))).allFinite();
     m_tau.assign(static_cast<size_t>(k), S(0));
     m_w.assign(static_cast<size_t>(rows * k), S(0));
-    m_scratch.resize(static_cast<size_t>(factorTotalScratch(rows, cols, nb())));
+    m_scratch.resize(static_cast<size_t>(factorTotalScratch(rows, cols, nb(), panelKind())));
     HostOps<S> ops;
-    factor(ops, viewA(), m_tau.data(), View<S>(m_w.data(), rows, k, rows), nb(), m_scratch.data());
+    factor(ops, viewA(), m_tau.data(), View<S>(m_w.data(), rows, k, rows), nb(), panelKind(), m_scratch.data());
   }
 
   Index rows() const noexcept override { return m_rows; }
@@ -172,15 +238,21 @@ class HostQRState final : public QRState<S> {
   const S* deviceW() const override { return m_w.data(); }
   void synchronize() const override {}
   void setBlockSize(Index nb) override { m_nb = nb; }
+  void setPanel(Panel panel) override { m_panel = panel; }
   Index blockSize() const noexcept override { return nb(); }
   void setStream(CUstream_st*) override {}
 
  private:
-  Index nb() const { return m_nb > 0 ? m_nb : kHostBlockSize; }
+  Index nb() const {
+    if (m_nb > 0) return m_nb;
+    return panelKind() == PanelKind::Tsqr ? kTsqrMaxCols : kHostBlockSize;
+  }
+  PanelKind panelKind() const { return m_panel == Panel::Tsqr ? PanelKind::Tsqr : PanelKind::Geqrf; }
   View<S> viewA() { return View<S>(m_a.data(), m_rows, m_cols, m_rows); }
 
   std::vector<S> m_a, m_w, m_tau, m_stage, m_scratch;
   Index m_rows = 0, m_cols = 0, m_nb = 0;
+  Panel m_panel = Panel::Auto;
   bool m_notFinite = false;
 };
 

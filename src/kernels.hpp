@@ -30,3 +30,39 @@ void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k,
 
 }  // namespace kernels
 }  // namespace tcqr
+
+namespace tcqr {
+namespace kernels {
+
+/// Tiles of a TSQR level: the m rows are split into `tiles` balanced row blocks, tile t being rows
+/// [m t / tiles, m (t+1) / tiles), with tiles = ceil(m / kTsqrTileRows). Every tile then has at least
+/// min(m, kTsqrTileRows / 2) rows, so at least n when m >= n. (Tsqr.hpp and the Host backend use the same rule.)
+
+/// One TSQR level: each tile of X (m x n, n <= 32) is factored in place by Householder QR (Eigen/LAPACK conventions;
+/// R on and above the diagonal, essential reflector parts below), its n coefficients go to tau[t*n ...], and its
+/// n x n R (zeros below the diagonal) to rows [t*n, t*n + n) of Rout.
+template <typename S>
+void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream);
+
+/// The transpose step of a level: each tile of X (holding reflectors from launchTsqrTileQR) is overwritten with
+/// H_0 ... H_{n-1} [C_t; 0], where C_t are rows [t*n, t*n + n) of C (ldc). The result is this level's explicit Q.
+template <typename S>
+void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
+                          cudaStream_t stream);
+
+/// ReconstructWY, step 1 (Ballard et al.): LU without pivoting of S - Q1 for the n x n top block Q1 of an explicit
+/// Q, choosing s_i = -sign(pivot) on the fly so that every pivot has magnitude >= 1. In place: LU holds Q1 on entry,
+/// L (unit, strictly lower) and U on exit; s receives the signs.
+template <typename S>
+void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream);
+
+/// ReconstructWY, step 2, one pass over the rows of Q (m x n): with Q S_n = I - Y T Y1^T,
+///   rows i >= n: Y(i,:) = -Q(i,:) U^{-1};  all rows: W(i,:) = (I(i,:) - Q(i,:) S_n) Y1^{-T},
+/// written as the packed factor into A (rows < n: L below the diagonal and s_i R(i,:) on and above it) and W.
+/// tau_i = U_ii s_i. Q and A may alias (each row is read before it is written).
+template <typename S>
+void launchReconstructWY(const S* Q, Index ldq, Index m, Index n, const S* LU, Index ldlu, const S* s, const S* R,
+                         Index ldr, S* A, Index lda, S* W, Index ldw, S* tau, cudaStream_t stream);
+
+}  // namespace kernels
+}  // namespace tcqr

@@ -21,6 +21,14 @@ using Index = std::ptrdiff_t;
 ///   the library was built without CUDA.
 enum class Backend { Auto, Host, Cuda };
 
+/// \brief The panel factorization at the leaves of the recursive QR.
+///
+/// - Auto: the backend's measured default (see docs/DESIGN.md).
+/// - Geqrf: Householder QR of the panel (cuSOLVER geqrf on the GPU, Eigen's reflectors on the host), then W = Y T.
+/// - Tsqr: tall-skinny QR tree with 256-row tiles, explicit Q, and ReconstructWY (panels of at most 32 columns;
+///   wider requests fall back to Geqrf).
+enum class Panel { Auto, Geqrf, Tsqr };
+
 /// Human-readable name ("Auto", "Host", "Cuda").
 const char* backendName(Backend b) noexcept;
 

@@ -108,7 +108,7 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   /// Deep copy: the copy owns its own device storage (a device-to-device copy on the CUDA backend).
   TensorCoreHouseholderQR(const TensorCoreHouseholderQR& other)
       : m_qr(other.m_qr), m_hCoeffs(other.m_hCoeffs), m_backend(other.m_backend), m_stream(other.m_stream),
-        m_blockSize(other.m_blockSize), m_state(other.m_state ? other.m_state->clone() : nullptr),
+        m_blockSize(other.m_blockSize), m_panel(other.m_panel), m_state(other.m_state ? other.m_state->clone() : nullptr),
         m_rows(other.m_rows), m_cols(other.m_cols), m_isInitialized(other.m_isInitialized),
         m_qrValid(other.m_qrValid), m_tauValid(other.m_tauValid) {}
   TensorCoreHouseholderQR& operator=(const TensorCoreHouseholderQR& other) {
@@ -143,8 +143,10 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   }
 
   /// Factors a rows x cols column-major matrix already in device memory (leading dimension \a ld), with no host
-  /// copy. The input is left unmodified. Work is queued on \a stream (null: the object's own stream), which the
-  /// object keeps using afterwards. Requires the CUDA backend (Backend::Auto resolves to it here).
+  /// copy. The input is left unmodified. Work is queued on \a stream, which the object keeps using afterwards, and
+  /// the call returns without waiting for it. With a null stream the work runs on the object's own stream, ordered
+  /// after everything queued so far on the legacy default stream; then call synchronize() (or any host accessor)
+  /// before reading deviceMatrixQR() from other streams. Requires the CUDA backend (Backend::Auto resolves to it).
   TensorCoreHouseholderQR& computeOnDevice(const Scalar* dA, Index rows, Index cols, Index ld,
                                            CUstream_st* stream = nullptr) {
     if (m_backend == tcqr::Backend::Host)
@@ -239,6 +241,14 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
     return *this;
   }
 
+  /// Panel factorization at the leaves of the recursion (tcqr::Panel::Auto: the backend default). For tuning and
+  /// tests; every choice gives the same factorization up to rounding.
+  TensorCoreHouseholderQR& setPanel(tcqr::Panel panel) {
+    m_panel = panel;
+    if (m_state) m_state->setPanel(panel);
+    return *this;
+  }
+
   /// Device pointer to the packed factorization (rows x cols, ld = rows); valid until the next compute().
   /// On the Host backend, a host pointer to the same layout.
   const Scalar* deviceMatrixQR() const {
@@ -298,6 +308,7 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
       m_state.reset();  // free the old backend's memory before allocating the new one's
       m_state = tcqr::detail::makeQRState<Scalar>(resolved);
       m_state->setBlockSize(m_blockSize);
+      m_state->setPanel(m_panel);
       m_state->setStream(m_stream);
     }
     m_rows = m;
@@ -315,6 +326,7 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   tcqr::Backend m_backend = tcqr::Backend::Auto;
   CUstream_st* m_stream = nullptr;
   Index m_blockSize = 0;
+  tcqr::Panel m_panel = tcqr::Panel::Auto;
   std::unique_ptr<tcqr::detail::QRState<Scalar>> m_state;
   Index m_rows, m_cols;
   bool m_isInitialized = false;

@@ -75,6 +75,8 @@ class QRState {
   /// Panel width of the recursion (columns factored by the panel kernel); 0 keeps the backend default.
   virtual void setBlockSize(Index nb) = 0;
   virtual Index blockSize() const noexcept = 0;
+  /// Panel factorization used by the next factorization.
+  virtual void setPanel(Panel panel) = 0;
   /// Makes the object run on a user stream (null: the object's own stream). No effect on the Host backend.
   virtual void setStream(CUstream_st* stream) = 0;
 };
