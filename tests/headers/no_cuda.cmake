@@ -1,0 +1,13 @@
+# Fails when a header under include/ includes a CUDA header (cuda_runtime.h, cublas*, cusolver*, *.cuh, ...).
+file(GLOB_RECURSE headers ${DIR}/*)
+set(bad "")
+foreach(h IN LISTS headers)
+  file(STRINGS ${h} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](cuda|cublas|cusolver|curand|cub/|thrust/|[^>\"]*\\.cuh)")
+  if(lines)
+    list(APPEND bad "${h}: ${lines}")
+  endif()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "CUDA headers included from public headers:\n${bad}")
+endif()
+message(STATUS "checked headers: no CUDA include")
