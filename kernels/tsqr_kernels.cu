@@ -15,8 +15,8 @@ namespace {
 
 constexpr int TR = static_cast<int>(detail::kTsqrTileRows);
 constexpr int NC = static_cast<int>(detail::kTsqrMaxCols);
-constexpr int kThreads = detail::kTsqrThreads;
-constexpr int kWarps = kThreads / 32;
+constexpr int kTileThreads = 32 * NC;  // one warp per column
+static_assert(TR % 32 == 0 && NC <= 32, "tile shape");
 
 __device__ __forceinline__ Index tsqrTileBegin(Index m, Index tiles, Index t) { return (m * t) / tiles; }
 
@@ -34,115 +34,136 @@ __device__ __forceinline__ float tinyNormSq<float>() { return FLT_MIN; }
 template <>
 __device__ __forceinline__ double tinyNormSq<double>() { return DBL_MIN; }
 
-// Shared memory: the tile column-major with leading dimension TR (lanes read consecutive rows: no bank conflicts).
+// Register-resident tile (TPDS'25 Fig. 4, right): warp c owns column c, lane l holds rows l, l+32, ..., l+224 of it
+// (kSlots registers). Every reduction is a shuffle inside one warp; the reflector of step j is published through a
+// double-buffered shared vector, so one barrier per column suffices.
+constexpr int kSlots = TR / 32;
+// Two tiles per SM for float (32 registers, a few bytes spilled) doubled level-0 throughput; double would spill
+// hundreds of bytes at that cap, so it keeps one.
 template <typename S>
-__global__ void __launch_bounds__(kThreads) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
-                                                             Index tiles, S* __restrict__ tau, S* __restrict__ Rout,
-                                                             Index ldr) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  S* a = reinterpret_cast<S*>(smem);
+constexpr int kTileBlocksPerSM = sizeof(S) == 4 ? 2 : 1;
+
+template <typename S>
+__global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSM<S>) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
+                                                                 Index tiles, S* __restrict__ tau,
+                                                                 S* __restrict__ Rout, Index ldr) {
+  __shared__ S sv[2][TR];
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
   const Index r0 = tsqrTileBegin(m, tiles, t);
   const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool owner = warp < n;
 
-  for (int c = 0; c < n; ++c)
-    for (int r = threadIdx.x; r < nr; r += kThreads) a[c * TR + r] = X[r0 + r + c * ldx];
-  __syncthreads();
+  S x[kSlots];
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int r = lane + 32 * k;
+    x[k] = (owner && r < nr) ? X[r0 + r + warp * ldx] : S(0);
+  }
 
   for (int j = 0; j < n; ++j) {
-    if (warp == 0) {  // the reflector of column j (Eigen's makeHouseholder: same signs, same zero-tail rule)
-      S* col = a + j * TR;
+    S* v = sv[j & 1];
+    if (warp == j) {  // the reflector of column j (Eigen's makeHouseholder: same signs, same zero-tail rule)
       S sq = S(0);
-      for (int r = j + 1 + lane; r < nr; r += 32) sq += col[r] * col[r];
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k)
+        if (lane + 32 * k > j) sq += x[k] * x[k];
       sq = warpSum(sq);
-      const S alpha = col[j];
-      __syncwarp();
-      S tj, beta;
+      const S alpha = __shfl_sync(0xffffffffu, x[0], j);  // row j < 32 lives in slot 0 of lane j
+      S tj, beta, scale;
       if (sq <= tinyNormSq<S>()) {
         tj = S(0);
         beta = alpha;
-        for (int r = j + 1 + lane; r < nr; r += 32) col[r] = S(0);
+        scale = S(0);
       } else {
         beta = sqrt(alpha * alpha + sq);
         if (alpha >= S(0)) beta = -beta;
         tj = (beta - alpha) / beta;
-        const S scale = S(1) / (alpha - beta);
-        for (int r = j + 1 + lane; r < nr; r += 32) col[r] *= scale;
+        scale = S(1) / (alpha - beta);
       }
-      if (lane == 0) {
-        col[j] = beta;
-        sTau[j] = tj;
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) {
+        const int r = lane + 32 * k;
+        if (r > j) x[k] *= scale;
+        else if (r == j) x[k] = beta;
+        v[r] = (r > j) ? x[k] : ((r == j) ? S(1) : S(0));
       }
+      if (lane == 0) sTau[j] = tj;
     }
     __syncthreads();
     const S tj = sTau[j];
-    if (tj != S(0)) {
-      const S* v = a + j * TR;
-      for (int c = j + 1 + warp; c < n; c += kWarps) {
-        S* col = a + c * TR;
-        S d = (lane == 0) ? col[j] : S(0);
-        for (int r = j + 1 + lane; r < nr; r += 32) d += v[r] * col[r];
-        d = warpSum(d) * tj;
-        __syncwarp();
-        if (lane == 0) col[j] -= d;
-        for (int r = j + 1 + lane; r < nr; r += 32) col[r] -= d * v[r];
-      }
+    if (owner && warp > j && tj != S(0)) {
+      S d = S(0);
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) d += v[lane + 32 * k] * x[k];
+      d = warpSum(d) * tj;
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) x[k] -= d * v[lane + 32 * k];
     }
-    __syncthreads();
   }
 
-  for (int c = 0; c < n; ++c)
-    for (int r = threadIdx.x; r < nr; r += kThreads) X[r0 + r + c * ldx] = a[c * TR + r];
-  for (int j = threadIdx.x; j < n; j += kThreads) tau[t * n + j] = sTau[j];
-  for (int idx = threadIdx.x; idx < n * n; idx += kThreads) {
-    const int c = idx / n, i = idx - c * n;
-    Rout[t * n + i + c * ldr] = (i <= c) ? a[c * TR + i] : S(0);
+  if (owner) {
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int r = lane + 32 * k;
+      if (r < nr) X[r0 + r + warp * ldx] = x[k];
+    }
+    if (lane < n) Rout[t * n + lane + warp * ldr] = (lane <= warp) ? x[0] : S(0);
+    if (lane == 0) tau[t * n + warp] = sTau[warp];
   }
 }
 
-// X_tile <- H_0 ... H_{n-1} [C_t; 0]. Columns of the result are independent, so each warp runs all n reflectors on
-// its own columns without block-wide barriers.
+// X_tile <- H_0 ... H_{n-1} [C_t; 0]. The columns of the result are independent: warp c keeps column c in registers
+// and runs all n reflectors on it; the reflectors sit in shared memory, read by every warp, with no barrier inside.
 template <typename S>
-__global__ void __launch_bounds__(kThreads) tsqrTileApplyQKernel(S* __restrict__ X, Index ldx, Index m, int n,
-                                                                 Index tiles, const S* __restrict__ tau,
-                                                                 const S* __restrict__ C, Index ldc) {
+__global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSM<S>) tsqrTileApplyQKernel(S* __restrict__ X, Index ldx, Index m, int n,
+                                                                     Index tiles, const S* __restrict__ tau,
+                                                                     const S* __restrict__ C, Index ldc) {
   extern __shared__ __align__(16) unsigned char smem[];
-  S* v = reinterpret_cast<S*>(smem);
-  S* x = v + TR * NC;
+  S* V = reinterpret_cast<S*>(smem);  // TR x n, unit lower trapezoid made explicit
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
   const Index r0 = tsqrTileBegin(m, tiles, t);
   const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool owner = warp < n;
 
-  for (int c = 0; c < n; ++c)
-    for (int r = threadIdx.x; r < nr; r += kThreads) {
-      v[c * TR + r] = X[r0 + r + c * ldx];
-      x[c * TR + r] = (r < n) ? C[t * n + r + c * ldc] : S(0);
+  if (owner) {
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int r = lane + 32 * k;
+      const S val = (r < nr) ? X[r0 + r + warp * ldx] : S(0);
+      V[warp * TR + r] = (r > warp) ? val : ((r == warp) ? S(1) : S(0));
     }
-  for (int j = threadIdx.x; j < n; j += kThreads) sTau[j] = tau[t * n + j];
+    if (lane == 0) sTau[warp] = tau[t * n + warp];
+  }
+  S x[kSlots];
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int r = lane + 32 * k;
+    x[k] = (owner && r < n) ? C[t * n + r + warp * ldc] : S(0);
+  }
   __syncthreads();
 
-  for (int c = warp; c < n; c += kWarps) {
-    S* col = x + c * TR;
+  if (owner) {
     for (int j = n - 1; j >= 0; --j) {
       const S tj = sTau[j];
       if (tj == S(0)) continue;
-      const S* vj = v + j * TR;
-      S d = (lane == 0) ? col[j] : S(0);
-      for (int r = j + 1 + lane; r < nr; r += 32) d += vj[r] * col[r];
+      const S* vj = V + j * TR;
+      S d = S(0);
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) d += vj[lane + 32 * k] * x[k];
       d = warpSum(d) * tj;
-      __syncwarp();
-      if (lane == 0) col[j] -= d;
-      for (int r = j + 1 + lane; r < nr; r += 32) col[r] -= d * vj[r];
-      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) x[k] -= d * vj[lane + 32 * k];
+    }
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int r = lane + 32 * k;
+      if (r < nr) X[r0 + r + warp * ldx] = x[k];
     }
   }
-  __syncthreads();
-  for (int c = 0; c < n; ++c)
-    for (int r = threadIdx.x; r < nr; r += kThreads) X[r0 + r + c * ldx] = x[c * TR + r];
 }
 
 // One block. M = -Q1, then at step k the sign s_k = sign(M_kk) (1 for zero) makes the pivot s_k + M_kk >= 1 in
@@ -197,7 +218,7 @@ __global__ void __launch_bounds__(256) reconstructWYKernel(const S* Q, Index ldq
   if (i >= m) return;
   S q[NC], w[NC];
 #pragma unroll
-  for (int j = 0; j < NC; ++j) q[j] = (j < n) ? Q[i + j * ldq] : S(0);
+  for (int j = 0; j < NC; ++j) q[j] = (j < n) ? Q[i + j * ldq] : S(0);  // coalesced: consecutive threads, rows
   // W(i,:) Y1^T = I(i,:) - Q(i,:) S_n : forward substitution with the unit lower L1.
 #pragma unroll
   for (int j = 0; j < NC; ++j) {
@@ -215,12 +236,17 @@ __global__ void __launch_bounds__(256) reconstructWYKernel(const S* Q, Index ldq
       for (int k = 0; k < j; ++k) acc -= q[k] * sU[k][j];
       q[j] = acc / sU[j][j];
     }
-    for (int j = 0; j < n; ++j) A[i + j * lda] = q[j];
+#pragma unroll
+    for (int j = 0; j < NC; ++j)
+      if (j < n) A[i + j * lda] = q[j];
   } else {
     const int ii = static_cast<int>(i);
     for (int j = 0; j < n; ++j) A[i + j * lda] = (j < ii) ? sL[ii][j] : sS[ii] * R[ii + j * ldr];
   }
-  for (int j = 0; j < n; ++j) W[i + j * ldw] = w[j];
+  // Constant indices only (unrolled, guarded): a run-time bound here would move q and w to local memory.
+#pragma unroll
+  for (int j = 0; j < NC; ++j)
+    if (j < n) W[i + j * ldw] = w[j];
 }
 
 template <typename K>
@@ -236,10 +262,8 @@ void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S*
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   if (n > NC || (m + tiles - 1) / tiles > TR)
     detail::throwError(ErrorSource::Kernel, 0, "invalid tile shape", "launchTsqrTileQR", __FILE__, __LINE__);
-  const size_t bytes = sizeof(S) * TR * NC;
-  allowSharedMemory(tsqrTileQRKernel<S>, bytes);
-  tsqrTileQRKernel<S><<<static_cast<unsigned>(tiles), kThreads, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles,
-                                                                                 tau, Rout, ldr);
+  tsqrTileQRKernel<S><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(X, ldx, m, static_cast<int>(n),
+                                                                                 tiles, tau, Rout, ldr);
   TCQR_CHECK_LAUNCH("tsqrTileQRKernel");
 }
 
@@ -249,9 +273,9 @@ void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const 
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   if (n > NC || (m + tiles - 1) / tiles > TR)
     detail::throwError(ErrorSource::Kernel, 0, "invalid tile shape", "launchTsqrTileApplyQ", __FILE__, __LINE__);
-  const size_t bytes = 2 * sizeof(S) * TR * NC;
+  const size_t bytes = sizeof(S) * TR * NC;
   allowSharedMemory(tsqrTileApplyQKernel<S>, bytes);
-  tsqrTileApplyQKernel<S><<<static_cast<unsigned>(tiles), kThreads, bytes, stream>>>(X, ldx, m, static_cast<int>(n),
+  tsqrTileApplyQKernel<S><<<static_cast<unsigned>(tiles), kTileThreads, bytes, stream>>>(X, ldx, m, static_cast<int>(n),
                                                                                      tiles, tau, C, ldc);
   TCQR_CHECK_LAUNCH("tsqrTileApplyQKernel");
 }

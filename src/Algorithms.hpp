@@ -25,14 +25,20 @@ inline Index splitColumns(Index n, Index nb) { return std::max(nb, (n / 2) / nb 
 /// Which panel factorization the recursion uses at its leaves.
 enum class PanelKind {
   Geqrf,  ///< geqrfPanel (cuSOLVER / Eigen reflectors) + W = Y T
-  Tsqr    ///< TSQR tree + ReconstructWY (Tsqr.hpp) where it applies, Geqrf otherwise
+  Tsqr,   ///< TSQR tree + ReconstructWY (Tsqr.hpp) where it applies, Geqrf otherwise
+  Hybrid  ///< Tsqr for panels with at least kTsqrAutoMinRows rows, Geqrf for shorter ones
 };
+
+inline bool useTsqr(PanelKind panel, Index m, Index n) {
+  if (!tsqrApplicable(m, n)) return false;
+  return panel == PanelKind::Tsqr || (panel == PanelKind::Hybrid && m >= kTsqrAutoMinRows);
+}
 
 /// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem.
 inline Index factorScratchSize(Index m, Index n, Index nb, PanelKind panel) {
   const Index w = std::min(n, nb);
   Index s = 2 * w * w;
-  if (panel == PanelKind::Tsqr && tsqrApplicable(m, w)) s = std::max(s, tsqrScratchSize(m, w));
+  if (useTsqr(panel, m, w)) s = std::max(s, tsqrScratchSize(m, w));
   if (n > nb) s = std::max(s, splitColumns(n, nb) * n);
   return s;
 }
@@ -115,7 +121,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
   const Index m = A.rows, n = A.cols;
   if (n == 0) return;
   if (n <= nb) {
-    if (panel == PanelKind::Tsqr && tsqrApplicable(m, n)) {
+    if (useTsqr(panel, m, n)) {
       tsqrPanel(ops, A, tau, W, scratch);
     } else {
       ops.geqrfPanel(A, tau);

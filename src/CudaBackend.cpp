@@ -422,9 +422,15 @@ class CudaQRState final : public QRState<S> {
  private:
   Index nb() const {
     if (m_nb > 0) return m_nb;
-    return panelKind() == PanelKind::Tsqr ? kTsqrMaxCols : kCudaBlockSize;
+    return panelKind() == PanelKind::Geqrf ? kCudaBlockSize : kTsqrMaxCols;
   }
-  PanelKind panelKind() const { return m_panel == Panel::Tsqr ? PanelKind::Tsqr : PanelKind::Geqrf; }
+  PanelKind panelKind() const {
+    switch (m_panel) {
+      case Panel::Geqrf: return PanelKind::Geqrf;
+      case Panel::Tsqr: return PanelKind::Tsqr;
+      default: return PanelKind::Hybrid;
+    }
+  }
   View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
   View<S> viewW() const { return View<S>(m_w.get(), m_rows, std::min(m_rows, m_cols), m_rows); }
 

@@ -25,8 +25,10 @@ namespace detail {
 constexpr std::ptrdiff_t kTsqrTileRows = 256;
 /// Widest panel the TSQR tile kernel factors (one warp-width of columns).
 constexpr std::ptrdiff_t kTsqrMaxCols = 32;
-/// Threads per TSQR tile block (8 warps; each warp owns every 8th column).
-constexpr int kTsqrThreads = 256;
+/// Panel::Auto on the CUDA backend: panels with at least this many rows use TSQR, shorter ones cuSOLVER geqrf.
+/// Measured on H100/H200 (2026-11-26): TSQR panels win on every tall shape down to 32768 x 8192 (1.11x vs 0.75x of
+/// SGEQRF), but a square 16384^2 with TSQR at every panel ran at 0.58x (short late panels pay the tree's latency).
+constexpr std::ptrdiff_t kTsqrAutoMinRows = 4096;
 
 }  // namespace detail
 }  // namespace tcqr

@@ -23,7 +23,8 @@ enum class Backend { Auto, Host, Cuda };
 
 /// \brief The panel factorization at the leaves of the recursive QR.
 ///
-/// - Auto: the backend's measured default (see docs/DESIGN.md).
+/// - Auto: the backend's measured default: on the GPU, Tsqr for panels of at least 4096 rows and Geqrf below; on
+///   the host, Geqrf (see docs/DESIGN.md).
 /// - Geqrf: Householder QR of the panel (cuSOLVER geqrf on the GPU, Eigen's reflectors on the host), then W = Y T.
 /// - Tsqr: tall-skinny QR tree with 256-row tiles, explicit Q, and ReconstructWY (panels of at most 32 columns;
 ///   wider requests fall back to Geqrf).
