@@ -1,0 +1,12 @@
+// QRSuites_solve.cpp - explicit instantiation of part of QRChecks.h for float and double (split over several files
+// so that the tests build in parallel).
+// clang-format off
+#include "common/TestConfig.h"  // first: before any Eigen header
+// clang-format on
+
+#include "common/QRChecks.h"
+
+namespace tcqr_test {
+TCQR_INSTANTIATE_SOLVE_SUITES(, float)
+TCQR_INSTANTIATE_SOLVE_SUITES(, double)
+}  // namespace tcqr_test

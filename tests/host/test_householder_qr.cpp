@@ -1,0 +1,191 @@
+// test_householder_qr.cpp - TensorCoreHouseholderQR on the Host backend (and on Backend::Auto, which is the Host
+// backend without a GPU and for small problems): accuracy against LAPACK-style bounds and against
+// Eigen::HouseholderQR, the HouseholderSequence-compatible Q, solve(), determinants, object lifetime, non-finite
+// input, and the API contracts (assertions before compute(), size mismatches, Backend::Cuda without a device).
+//
+// eigen_assert is redefined to throw (common/TestConfig.h) before any Eigen header is included, as Eigen's own test
+// suite does (test/main.h), so that the preconditions that Eigen::HouseholderQR asserts can be checked here too.
+// clang-format off
+#include "common/TestConfig.h"  // first: redefines eigen_assert to throw EigenAssertionFailed
+// clang-format on
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <Eigen/Dense>
+#include <Eigen/TensorCoreQR>
+
+#include "common/QRSuites.h"
+
+using tcqr::Backend;
+using tcqr_test::EigenAssertionFailed;
+using tcqr_test::Mat;
+
+// The shared accuracy suite (tests/common/QRChecks.h), on the Host backend and on Backend::Auto.
+TCQR_DEFINE_ACCURACY_SUITE("[Host]", Backend::Host)
+TCQR_DEFINE_ACCURACY_SUITE("[Auto]", Backend::Auto)
+
+TEST_CASE("eigen_assert is active in this test") {
+  // Guards the contract tests below: if the redefinition were lost (e.g. an Eigen header included earlier),
+  // they would pass vacuously or crash.
+  Eigen::MatrixXf a(2, 2);
+  CHECK_THROWS_AS((void)a.block(1, 1, 2, 2), EigenAssertionFailed);
+}
+
+TEST_CASE_TEMPLATE("contracts: every accessor asserts before compute()", T, float, double) {
+  using M = Mat<T>;
+  const M b = M::Ones(4, 1);
+  Eigen::TensorCoreHouseholderQR<M> fresh;
+  Eigen::TensorCoreHouseholderQR<M> preallocated(4, 3);
+  for (auto* qr : {&fresh, &preallocated}) {
+    CHECK_THROWS_AS((void)qr->matrixQR(), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->hCoeffs(), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->householderQ(), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->householderSequence(), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->solve(b), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->transpose().solve(b), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->info(), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->absDeterminant(), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->logAbsDeterminant(), EigenAssertionFailed);
+    CHECK_THROWS_AS((void)qr->activeBackend(), EigenAssertionFailed);
+  }
+  // Eigen's HouseholderQR asserts the same way (the drop-in behaviour this mirrors, cf. Eigen's test/qr.cpp).
+  Eigen::HouseholderQR<M> eigenQR;
+  CHECK_THROWS_AS((void)eigenQR.matrixQR(), EigenAssertionFailed);
+  CHECK_THROWS_AS((void)eigenQR.solve(b), EigenAssertionFailed);
+  CHECK_THROWS_AS((void)eigenQR.householderQ(), EigenAssertionFailed);
+}
+
+TEST_CASE_TEMPLATE("contracts: size mismatches assert", T, float, double) {
+  TCQR_RANDOM_SEED();
+  using M = Mat<T>;
+  const M A = tcqr_test::uniformMatrix<T>(6, 4);
+  Eigen::TensorCoreHouseholderQR<M> qr(A, Backend::Host);
+  REQUIRE(qr.info() == Eigen::Success);
+  CHECK_THROWS_AS((void)qr.solve(M::Ones(5, 1)), EigenAssertionFailed);
+  CHECK_THROWS_AS((void)qr.transpose().solve(M::Ones(6, 1)), EigenAssertionFailed);
+  CHECK_THROWS_AS((void)qr.absDeterminant(), EigenAssertionFailed);  // not square
+  CHECK_THROWS_AS((void)qr.logAbsDeterminant(), EigenAssertionFailed);
+  CHECK_THROWS_AS((void)qr.householderQ().setLength(5), EigenAssertionFailed);  // only 4 reflectors
+  CHECK_THROWS_AS((void)qr.householderQ().setLength(-1), EigenAssertionFailed);
+  CHECK_THROWS_AS((void)M(qr.householderQ() * M::Ones(5, 2)), EigenAssertionFailed);
+  CHECK_THROWS_AS((void)M(M::Ones(2, 5) * qr.householderQ()), EigenAssertionFailed);
+  M wrong = M::Ones(5, 2);
+  CHECK_THROWS_AS(wrong.applyOnTheLeft(qr.householderQ()), EigenAssertionFailed);
+  CHECK_THROWS_AS(wrong.applyOnTheRight(qr.householderQ()), EigenAssertionFailed);
+  CHECK_THROWS_AS(qr.setBlockSize(-1), EigenAssertionFailed);
+  // None of these changed the factorization.
+  tcqr_test::checkDecomposition<M>(A, qr, tcqr_test::Options{Backend::Host, 0, true});
+}
+
+TEST_CASE_TEMPLATE("Backend::Cuda without a usable device throws tcqr::Error", T, float, double) {
+  TCQR_RANDOM_SEED();
+  using M = Mat<T>;
+  CHECK((tcqr::builtWithCuda() || !tcqr::cudaDeviceAvailable()));
+  if (tcqr::cudaDeviceAvailable()) {
+    MESSAGE("a CUDA device is present: the no-device error path is not reachable here");
+    return;
+  }
+  const M A = tcqr_test::uniformMatrix<T>(20, 10);
+  const tcqr::ErrorSource expected =
+      tcqr::builtWithCuda() ? tcqr::ErrorSource::NoDevice : tcqr::ErrorSource::NotBuiltWithCuda;
+
+  CHECK_THROWS_AS(Eigen::TensorCoreHouseholderQR<M>(A, Backend::Cuda), tcqr::Error);
+  Eigen::TensorCoreHouseholderQR<M> qr;
+  qr.setBackend(Backend::Cuda);
+  CHECK(qr.backend() == Backend::Cuda);
+  try {
+    qr.compute(A);
+    FAIL("compute() on Backend::Cuda did not throw");
+  } catch (const tcqr::Error& e) {
+    CHECK(e.source() == expected);
+    CHECK_FALSE(e.isOutOfMemory());
+    CHECK(std::string(e.what()).size() > 0);
+  }
+  // Backend::Auto resolves to Cuda for computeOnDevice(), which needs a device too.
+  Eigen::TensorCoreHouseholderQR<M> onDevice;
+  CHECK_THROWS_AS(onDevice.computeOnDevice(A.data(), 20, 10, 20), tcqr::Error);
+
+  // The object that failed is still usable on the Host backend.
+  qr.setBackend(Backend::Host).compute(A);
+  tcqr_test::checkDecomposition<M>(A, qr, tcqr_test::Options{Backend::Host, 0, true});
+}
+
+TEST_CASE_TEMPLATE("computeOnDevice on a Backend::Host object is a usage error", T, float, double) {
+  TCQR_RANDOM_SEED();
+  using M = Mat<T>;
+  const M A = tcqr_test::uniformMatrix<T>(12, 7);
+  Eigen::TensorCoreHouseholderQR<M> qr;
+  qr.setBackend(Backend::Host);
+  try {
+    qr.computeOnDevice(A.data(), 12, 7, 12);  // never dereferenced: refused up front
+    FAIL("computeOnDevice on Backend::Host did not throw");
+  } catch (const tcqr::Error& e) {
+    CHECK(e.source() == tcqr::ErrorSource::Usage);
+    CHECK_FALSE(e.isOutOfMemory());
+  }
+  qr.compute(A);
+  tcqr_test::checkDecomposition<M>(A, qr, tcqr_test::Options{Backend::Host, 0, true});
+}
+
+TEST_CASE("resolveBackend, backend names and the build configuration") {
+  const bool dev = tcqr::cudaDeviceAvailable();
+  CHECK(tcqr::resolveBackend(Backend::Host, 4096, 4096) == Backend::Host);
+  CHECK(tcqr::resolveBackend(Backend::Cuda, 1, 1) == Backend::Cuda);
+  // Small problems stay on the host; from autoCudaMinElements() entries on, Auto takes the device if there is one.
+  CHECK(tcqr::resolveBackend(Backend::Auto, 10, 10) == Backend::Host);
+  CHECK(tcqr::resolveBackend(Backend::Auto, 0, 0) == Backend::Host);
+  CHECK(tcqr::resolveBackend(Backend::Auto, 255, 256) == Backend::Host);
+  CHECK(tcqr::resolveBackend(Backend::Auto, 256, 256) == (dev ? Backend::Cuda : Backend::Host));
+  CHECK(tcqr::resolveBackend(Backend::Auto, 1024, 1024) == (dev ? Backend::Cuda : Backend::Host));
+  if (!dev) CHECK(tcqr::resolveBackend(Backend::Auto, 100000, 300) == Backend::Host);
+  CHECK(std::string(tcqr::backendName(Backend::Auto)) == "Auto");
+  CHECK(std::string(tcqr::backendName(Backend::Host)) == "Host");
+  CHECK(std::string(tcqr::backendName(Backend::Cuda)) == "Cuda");
+  CHECK(tcqr::builtWithCuda() == bool(TCQR_TEST_BUILT_WITH_CUDA));
+  if (!tcqr::builtWithCuda()) CHECK_FALSE(dev);
+
+  Eigen::TensorCoreHouseholderQR<Eigen::MatrixXf> qr;
+  CHECK(qr.backend() == Backend::Auto);  // the default
+  qr.compute(Eigen::MatrixXf::Identity(256, 256));
+  CHECK(qr.activeBackend() == (dev ? Backend::Cuda : Backend::Host));
+  CHECK(qr.info() == Eigen::Success);
+}
+
+TEST_CASE("tcqr::Error classifies out-of-memory statuses") {
+  using tcqr::Error;
+  using tcqr::ErrorSource;
+  CHECK(Error(ErrorSource::Cuda, 2, "cudaMalloc", "m").isOutOfMemory());      // cudaErrorMemoryAllocation
+  CHECK(Error(ErrorSource::Cublas, 3, "cublasCreate", "m").isOutOfMemory());  // CUBLAS_STATUS_ALLOC_FAILED
+  CHECK(Error(ErrorSource::Cusolver, 2, "cusolverDn", "m").isOutOfMemory());  // CUSOLVER_STATUS_ALLOC_FAILED
+  CHECK_FALSE(Error(ErrorSource::Cuda, 1, "x", "m").isOutOfMemory());
+  CHECK_FALSE(Error(ErrorSource::Cublas, 2, "x", "m").isOutOfMemory());
+  CHECK_FALSE(Error(ErrorSource::Kernel, 2, "x", "m").isOutOfMemory());
+  CHECK_FALSE(Error(ErrorSource::Usage, 2, "x", "m").isOutOfMemory());
+  const Error e(ErrorSource::Cusolver, 7, "cusolverDnXgeqrf(...)", "cusolverDnXgeqrf(...) failed");
+  CHECK(e.source() == ErrorSource::Cusolver);
+  CHECK(e.status() == 7);
+  CHECK(e.call() == "cusolverDnXgeqrf(...)");
+  CHECK(std::string(e.what()) == "cusolverDnXgeqrf(...) failed");
+  const std::runtime_error& base = e;  // catchable as std::runtime_error
+  CHECK(std::string(base.what()) == "cusolverDnXgeqrf(...) failed");
+}
+
+// Compile-time only: a mismatch fails the build of this test.
+TEST_CASE("the types match Eigen's HouseholderQR") {
+  using QR = Eigen::TensorCoreHouseholderQR<Eigen::MatrixXf>;
+  using Ref = Eigen::HouseholderQR<Eigen::MatrixXf>;
+  static_assert(std::is_same<QR::MatrixType, Ref::MatrixType>::value, "MatrixType");
+  static_assert(std::is_same<QR::HCoeffsType, Ref::HCoeffsType>::value, "HCoeffsType");
+  static_assert(std::is_same<QR::MatrixQType, Ref::MatrixQType>::value, "MatrixQType");
+  static_assert(std::is_same<QR::EigenHouseholderSequenceType, Ref::HouseholderSequenceType>::value,
+                "householderSequence() is Eigen's HouseholderQR::householderQ() type");
+  using QR63 = Eigen::TensorCoreHouseholderQR<Eigen::Matrix<double, 6, 3>>;
+  using Ref63 = Eigen::HouseholderQR<Eigen::Matrix<double, 6, 3>>;
+  static_assert(std::is_same<QR63::HCoeffsType, Ref63::HCoeffsType>::value, "fixed HCoeffsType");
+  static_assert(std::is_same<QR63::MatrixQType, Ref63::MatrixQType>::value, "fixed MatrixQType");
+}
