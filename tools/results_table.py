@@ -17,12 +17,16 @@ def main():
     rows = [r for r in csv.DictReader(open(args.csv)) if args.card in r["card"] and args.commit in r["commit"]]
     latest = {}
     for r in rows:  # later rows win
-        latest[(r["op"], r["precision"], r["m"], r["n"], r["notes"].split(";")[0] if r["op"] != "geqrf" else "")] = r
-    print("| op | precision | m x n | ours ms | baseline | baseline ms | speedup | backward err (ours / base) "
+        variant = ", ".join(x.strip() for x in r["notes"].split(";") if x.strip().startswith(("panel=", "nb=")))
+        r["variant"] = variant or "default"
+        latest[(r["op"], r["precision"], r["m"], r["n"], r["variant"])] = r
+    print("| op | precision | m x n | variant | ours ms | baseline | baseline ms | speedup | backward err (ours / base) "
           "| orth err (ours / base) | card, date, commit |")
-    print("| --- | --- | --- | ---: | --- | ---: | ---: | --- | --- | --- |")
-    for r in latest.values():
-        print(f"| {r['op']} | {r['precision']} | {r['m']} x {r['n']} | {float(r['ours_ms']):.2f} | {r['baseline']} | "
+    print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | --- | --- | --- |")
+    for r in sorted(latest.values(), key=lambda r: (r["op"], r["variant"] != "default", int(r["n"]),
+                                                     r["precision"])):
+        print(f"| {r['op']} | {r['precision']} | {r['m']} x {r['n']} | {r['variant']} | {float(r['ours_ms']):.2f} | "
+              f"{r['baseline']} | "
               f"{float(r['baseline_ms']):.2f} | {float(r['speedup']):.2f}x | {r['backward_err']} / "
               f"{r['baseline_backward_err']} | {r['orth_err']} / {r['baseline_orth_err']} | "
               f"{r['card']}, {r['date']}, {r['commit']} |")
