@@ -102,18 +102,36 @@ void checkAgainstEigen(const Mat<typename MatrixType::Scalar>& A, const TCQR<Mat
   INFO("comparison with Eigen::HouseholderQR, A is " << m << " x " << n << ", kappa " << kappa);
   const Eigen::HouseholderQR<MatrixType> ref{MatrixType(A)};
   const double tol = kAgreementFactor * kappa * double(std::max(m, n)) * epsOf<Scalar>();
-  const Eigen::MatrixXd mine = toDouble(qr.matrixQR()), theirs = toDouble(ref.matrixQR());
-  const Eigen::MatrixXd dR = (mine - theirs).triangularView<Eigen::Upper>();
+  // Householder's sign choice beta = -sign(alpha) ||x|| is ill-determined where the pre-reflection diagonal alpha is
+  // at rounding level; there Eigen's tau = 1 + |alpha| / ||x|| is 1 to within rounding, and two correct
+  // implementations may pick opposite signs, after which their factors legitimately differ (only the accuracy ratios
+  // checked elsewhere stay meaningful). Compare entry by entry only up to the first such column.
+  // |tau - 1| = |alpha| / ||x||; "rounding level" is taken as 1000 eps, far below a random column's typical
+  // 1 / sqrt(m).
+  const double ambiguous = 1000.0 * epsOf<Scalar>();
+  Index kc = k;
+  for (Index i = 0; i < k; ++i)
+    if (m > i + 1 && std::abs(double(ref.hCoeffs()(i)) - 1.0) <= ambiguous) {
+      kc = i;
+      MESSAGE("Householder sign ill-determined at column " << i << " (Eigen tau = " << double(ref.hCoeffs()(i))
+                                                            << "): comparing the first " << i << " columns only");
+      break;
+    }
+  const Eigen::MatrixXd mine = toDouble(qr.matrixQR()).leftCols(kc), theirs = toDouble(ref.matrixQR()).leftCols(kc);
+  const Eigen::MatrixXd dR = (mine - theirs).topRows(kc).triangularView<Eigen::Upper>();
   const Eigen::MatrixXd dY = (mine - theirs).triangularView<Eigen::StrictlyLower>();
   const double yNorm = Eigen::MatrixXd(theirs.triangularView<Eigen::StrictlyLower>()).norm();
-  CHECK(report("R vs Eigen / tol", dR.norm() / toDouble(A).norm() / tol) <= 1.0);
+  CHECK(report("R vs Eigen / tol", dR.norm() / std::max(1e-300, toDouble(A).norm()) / tol) <= 1.0);
   CHECK(report("Householder vectors vs Eigen / tol", dY.norm() / std::max(1.0, yNorm) / tol) <= 1.0);
-  CHECK(report("hCoeffs vs Eigen / tol", relativeDifference(qr.hCoeffs(), ref.hCoeffs()) / tol) <= 1.0);
-  // Same sign convention: the diagonals of R agree in sign (A has full rank, so no R_ii is near zero).
-  for (Index i = 0; i < k; ++i) {
-    INFO("R(" << i << "," << i << "): " << mine(i, i) << " vs Eigen " << theirs(i, i));
+  CHECK(report("hCoeffs vs Eigen / tol",
+               relativeDifference(qr.hCoeffs().head(kc), ref.hCoeffs().head(kc)) / tol) <= 1.0);
+  // Same sign convention: the diagonals of R agree in sign.
+  for (Index i = 0; i < kc; ++i) {
+    INFO("R(" << i << "," << i << "): " << mine(i, i) << " vs Eigen " << theirs(i, i) << ", tau "
+              << double(qr.hCoeffs()(i)) << " vs Eigen " << double(ref.hCoeffs()(i)));
     CHECK((mine(i, i) < 0) == (theirs(i, i) < 0));
   }
+  if (kc < k) return;
   // Q applied to a block of vectors, against Eigen's householderQ().
   const Mat<Scalar> B = uniformMatrix<Scalar>(m, 3);
   const Mat<Scalar> QB = qr.householderQ() * B, QtB = qr.householderQ().transpose() * B;
