@@ -15,8 +15,7 @@ namespace {
 
 constexpr int TR = static_cast<int>(detail::kTsqrTileRows);
 constexpr int NC = static_cast<int>(detail::kTsqrMaxCols);
-constexpr int kTileThreads = 32 * NC;  // one warp per column
-static_assert(TR % 32 == 0 && NC <= 32, "tile shape");
+static_assert(TR % 32 == 0 && NC == 32, "tile shape: the kernels assume 32 columns at most, rows in whole warps");
 
 __device__ __forceinline__ Index tsqrTileBegin(Index m, Index tiles, Index t) { return (m * t) / tiles; }
 
@@ -34,17 +33,25 @@ __device__ __forceinline__ float tinyNormSq<float>() { return FLT_MIN; }
 template <>
 __device__ __forceinline__ double tinyNormSq<double>() { return DBL_MIN; }
 
-// Register-resident tile (TPDS'25 Fig. 4, right): warp c owns column c, lane l holds rows l, l+32, ..., l+224 of it
-// (kSlots registers). Every reduction is a shuffle inside one warp; the reflector of step j is published through a
-// double-buffered shared vector, so one barrier per column suffices.
+// Register-resident tile (TPDS'25 Fig. 4, right): column c belongs to warp c % kTileWarps, which keeps it in
+// registers as slot c / kTileWarps; lane l holds rows l, l+32, ..., l+224 (kSlots values). Every reduction is a
+// shuffle inside one warp; the reflector of step j is published through a double-buffered shared vector, so one
+// barrier per column suffices. 8 warps x 4 columns (rather than 32 warps x 1) lets several tiles share an SM and
+// gives each warp 4 independent columns to overlap.
+//
+// Two shapes of the same kernel, chosen per TSQR level (launchers below): 8 warps x 4 columns for levels with many
+// tiles (several tiles share an SM, each warp overlaps 4 independent columns: level 0 of 8388608 x 32 float went from
+// 4.5 to 2.8 ms), 32 warps x 1 column for levels with few tiles, where only a tile's latency counts (30 us against
+// 39 us for 8 warps).
 constexpr int kSlots = TR / 32;
-// Two tiles per SM for float (32 registers, a few bytes spilled) doubled level-0 throughput; double would spill
-// hundreds of bytes at that cap, so it keeps one.
-template <typename S>
-constexpr int kTileBlocksPerSM = sizeof(S) == 4 ? 2 : 1;
+// Resident tiles per SM the register budget is capped for.
+template <typename S, int W>
+constexpr int kTileBlocksPerSM = W == 8 ? (sizeof(S) == 4 ? 4 : 2) : (sizeof(S) == 4 ? 2 : 1);
+/// Levels with at least this many tiles per SM use the 8-warp shape.
+constexpr int kManyTilesPerSM = 4;
 
-template <typename S>
-__global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSM<S>) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
+template <typename S, int kTileWarps>
+__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
                                                                  Index tiles, S* __restrict__ tau,
                                                                  S* __restrict__ Rout, Index ldr) {
   __shared__ S sv[2][TR];
@@ -53,71 +60,91 @@ __global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSM<S>) tsqrTileQRK
   const Index r0 = tsqrTileBegin(m, tiles, t);
   const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool owner = warp < n;
+  constexpr int kColsPerWarp = NC / kTileWarps;
 
-  S x[kSlots];
+  S x[kColsPerWarp][kSlots];
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    const int r = lane + 32 * k;
-    x[k] = (owner && r < nr) ? X[r0 + r + warp * ldx] : S(0);
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int r = lane + 32 * k;
+      x[q][k] = (c < n && r < nr) ? X[r0 + r + c * ldx] : S(0);
+    }
   }
 
   for (int j = 0; j < n; ++j) {
     S* v = sv[j & 1];
-    if (warp == j) {  // the reflector of column j (Eigen's makeHouseholder: same signs, same zero-tail rule)
-      S sq = S(0);
+    if (warp == j % kTileWarps) {  // the reflector of column j (Eigen's makeHouseholder: signs, zero-tail rule)
+      const int qj = j / kTileWarps;
 #pragma unroll
-      for (int k = 0; k < kSlots; ++k)
-        if (lane + 32 * k > j) sq += x[k] * x[k];
-      sq = warpSum(sq);
-      const S alpha = __shfl_sync(0xffffffffu, x[0], j);  // row j < 32 lives in slot 0 of lane j
-      S tj, beta, scale;
-      if (sq <= tinyNormSq<S>()) {
-        tj = S(0);
-        beta = alpha;
-        scale = S(0);
-      } else {
-        beta = sqrt(alpha * alpha + sq);
-        if (alpha >= S(0)) beta = -beta;
-        tj = (beta - alpha) / beta;
-        scale = S(1) / (alpha - beta);
-      }
+      for (int q = 0; q < kColsPerWarp; ++q) {
+        if (q != qj) continue;  // constant register indices: select the slot by comparison
+        S sq = S(0);
 #pragma unroll
-      for (int k = 0; k < kSlots; ++k) {
-        const int r = lane + 32 * k;
-        if (r > j) x[k] *= scale;
-        else if (r == j) x[k] = beta;
-        v[r] = (r > j) ? x[k] : ((r == j) ? S(1) : S(0));
+        for (int k = 0; k < kSlots; ++k)
+          if (lane + 32 * k > j) sq += x[q][k] * x[q][k];
+        sq = warpSum(sq);
+        const S alpha = __shfl_sync(0xffffffffu, x[q][0], j);  // row j < 32 lives in slot 0 of lane j
+        S tj, beta, scale;
+        if (sq <= tinyNormSq<S>()) {
+          tj = S(0);
+          beta = alpha;
+          scale = S(0);
+        } else {
+          beta = sqrt(alpha * alpha + sq);
+          if (alpha >= S(0)) beta = -beta;
+          tj = (beta - alpha) / beta;
+          scale = S(1) / (alpha - beta);
+        }
+#pragma unroll
+        for (int k = 0; k < kSlots; ++k) {
+          const int r = lane + 32 * k;
+          if (r > j) x[q][k] *= scale;
+          else if (r == j) x[q][k] = beta;
+          v[r] = (r > j) ? x[q][k] : ((r == j) ? S(1) : S(0));
+        }
+        if (lane == 0) sTau[j] = tj;
       }
-      if (lane == 0) sTau[j] = tj;
     }
     __syncthreads();
     const S tj = sTau[j];
-    if (owner && warp > j && tj != S(0)) {
-      S d = S(0);
+    if (tj != S(0)) {
+      S vr[kSlots];
 #pragma unroll
-      for (int k = 0; k < kSlots; ++k) d += v[lane + 32 * k] * x[k];
-      d = warpSum(d) * tj;
+      for (int k = 0; k < kSlots; ++k) vr[k] = v[lane + 32 * k];
 #pragma unroll
-      for (int k = 0; k < kSlots; ++k) x[k] -= d * v[lane + 32 * k];
+      for (int q = 0; q < kColsPerWarp; ++q) {
+        const int c = warp + kTileWarps * q;
+        if (c <= j || c >= n) continue;
+        S d = S(0);
+#pragma unroll
+        for (int k = 0; k < kSlots; ++k) d += vr[k] * x[q][k];
+        d = warpSum(d) * tj;
+#pragma unroll
+        for (int k = 0; k < kSlots; ++k) x[q][k] -= d * vr[k];
+      }
     }
   }
 
-  if (owner) {
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+    if (c >= n) continue;
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int r = lane + 32 * k;
-      if (r < nr) X[r0 + r + warp * ldx] = x[k];
+      if (r < nr) X[r0 + r + c * ldx] = x[q][k];
     }
-    if (lane < n) Rout[t * n + lane + warp * ldr] = (lane <= warp) ? x[0] : S(0);
-    if (lane == 0) tau[t * n + warp] = sTau[warp];
+    if (lane < n) Rout[t * n + lane + c * ldr] = (lane <= c) ? x[q][0] : S(0);
+    if (lane == 0) tau[t * n + c] = sTau[c];
   }
 }
 
-// X_tile <- H_0 ... H_{n-1} [C_t; 0]. The columns of the result are independent: warp c keeps column c in registers
-// and runs all n reflectors on it; the reflectors sit in shared memory, read by every warp, with no barrier inside.
-template <typename S>
-__global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSM<S>) tsqrTileApplyQKernel(S* __restrict__ X, Index ldx, Index m, int n,
+// X_tile <- H_0 ... H_{n-1} [C_t; 0]. The columns of the result are independent: each warp keeps its 4 columns in
+// registers and runs all n reflectors on them; the reflectors sit in shared memory, with no barrier inside the loop.
+template <typename S, int kTileWarps>
+__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileApplyQKernel(S* __restrict__ X, Index ldx, Index m, int n,
                                                                      Index tiles, const S* __restrict__ tau,
                                                                      const S* __restrict__ C, Index ldc) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -127,41 +154,50 @@ __global__ void __launch_bounds__(kTileThreads, kTileBlocksPerSM<S>) tsqrTileApp
   const Index r0 = tsqrTileBegin(m, tiles, t);
   const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool owner = warp < n;
+  constexpr int kColsPerWarp = NC / kTileWarps;
 
-  if (owner) {
+  S x[kColsPerWarp][kSlots];
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int r = lane + 32 * k;
-      const S val = (r < nr) ? X[r0 + r + warp * ldx] : S(0);
-      V[warp * TR + r] = (r > warp) ? val : ((r == warp) ? S(1) : S(0));
+      if (c < n) {
+        const S val = (r < nr) ? X[r0 + r + c * ldx] : S(0);
+        V[c * TR + r] = (r > c) ? val : ((r == c) ? S(1) : S(0));
+      }
+      x[q][k] = (c < n && r < n) ? C[t * n + r + c * ldc] : S(0);
     }
-    if (lane == 0) sTau[warp] = tau[t * n + warp];
-  }
-  S x[kSlots];
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    const int r = lane + 32 * k;
-    x[k] = (owner && r < n) ? C[t * n + r + warp * ldc] : S(0);
+    if (c < n && lane == 0) sTau[c] = tau[t * n + c];
   }
   __syncthreads();
 
-  if (owner) {
-    for (int j = n - 1; j >= 0; --j) {
-      const S tj = sTau[j];
-      if (tj == S(0)) continue;
-      const S* vj = V + j * TR;
+  for (int j = n - 1; j >= 0; --j) {
+    const S tj = sTau[j];
+    if (tj == S(0)) continue;
+    S vr[kSlots];
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
+#pragma unroll
+    for (int q = 0; q < kColsPerWarp; ++q) {
+      if (warp + kTileWarps * q >= n) continue;
       S d = S(0);
 #pragma unroll
-      for (int k = 0; k < kSlots; ++k) d += vj[lane + 32 * k] * x[k];
+      for (int k = 0; k < kSlots; ++k) d += vr[k] * x[q][k];
       d = warpSum(d) * tj;
 #pragma unroll
-      for (int k = 0; k < kSlots; ++k) x[k] -= d * vj[lane + 32 * k];
+      for (int k = 0; k < kSlots; ++k) x[q][k] -= d * vr[k];
     }
+  }
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+    if (c >= n) continue;
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int r = lane + 32 * k;
-      if (r < nr) X[r0 + r + warp * ldx] = x[k];
+      if (r < nr) X[r0 + r + c * ldx] = x[q][k];
     }
   }
 }
@@ -255,15 +291,30 @@ void allowSharedMemory(K kernel, size_t bytes) {
     TCQR_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
+/// True when a level has enough tiles for the 8-warp shape to fill the GPU.
+bool manyTiles(Index tiles) {
+  int dev = 0, sms = 0;
+  TCQR_CHECK(cudaGetDevice(&dev));
+  TCQR_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return tiles >= Index(kManyTilesPerSM) * sms;
+}
+
+void checkTileShape(Index m, Index n, Index tiles, const char* who) {
+  if (n > NC || (m + tiles - 1) / tiles > TR)
+    detail::throwError(ErrorSource::Kernel, 0, "invalid tile shape", who, __FILE__, __LINE__);
+}
+
 }  // namespace
 
 template <typename S>
 void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
-  if (n > NC || (m + tiles - 1) / tiles > TR)
-    detail::throwError(ErrorSource::Kernel, 0, "invalid tile shape", "launchTsqrTileQR", __FILE__, __LINE__);
-  tsqrTileQRKernel<S><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(X, ldx, m, static_cast<int>(n),
-                                                                                 tiles, tau, Rout, ldr);
+  checkTileShape(m, n, tiles, "launchTsqrTileQR");
+  const unsigned grid = static_cast<unsigned>(tiles);
+  if (manyTiles(tiles))
+    tsqrTileQRKernel<S, 8><<<grid, 8 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr);
+  else
+    tsqrTileQRKernel<S, 32><<<grid, 32 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr);
   TCQR_CHECK_LAUNCH("tsqrTileQRKernel");
 }
 
@@ -271,12 +322,16 @@ template <typename S>
 void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
                           cudaStream_t stream) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
-  if (n > NC || (m + tiles - 1) / tiles > TR)
-    detail::throwError(ErrorSource::Kernel, 0, "invalid tile shape", "launchTsqrTileApplyQ", __FILE__, __LINE__);
+  checkTileShape(m, n, tiles, "launchTsqrTileApplyQ");
   const size_t bytes = sizeof(S) * TR * NC;
-  allowSharedMemory(tsqrTileApplyQKernel<S>, bytes);
-  tsqrTileApplyQKernel<S><<<static_cast<unsigned>(tiles), kTileThreads, bytes, stream>>>(X, ldx, m, static_cast<int>(n),
-                                                                                     tiles, tau, C, ldc);
+  const unsigned grid = static_cast<unsigned>(tiles);
+  if (manyTiles(tiles)) {
+    allowSharedMemory(tsqrTileApplyQKernel<S, 8>, bytes);
+    tsqrTileApplyQKernel<S, 8><<<grid, 8 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C, ldc);
+  } else {
+    allowSharedMemory(tsqrTileApplyQKernel<S, 32>, bytes);
+    tsqrTileApplyQKernel<S, 32><<<grid, 32 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C, ldc);
+  }
   TCQR_CHECK_LAUNCH("tsqrTileApplyQKernel");
 }
 
