@@ -50,6 +50,27 @@ constexpr int kTileBlocksPerSM = W == 8 ? (sizeof(S) == 4 ? 4 : 2) : (sizeof(S) 
 /// Levels with at least this many tiles per SM use the 8-warp shape.
 constexpr int kManyTilesPerSM = 4;
 
+/// x <- (I - tau v v^T) x for one register-resident column; v and x are distributed over the warp like the tile.
+template <typename S>
+__device__ __forceinline__ void reflectColumn(const S (&v)[kSlots], S (&x)[kSlots], S tj) {
+  S d = S(0);
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) d += v[k] * x[k];
+  d = warpSum(d) * tj;
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) x[k] -= d * v[k];
+}
+
+/// Writes the first nr rows of a register-resident column to col (global memory).
+template <typename S>
+__device__ __forceinline__ void storeColumn(const S (&x)[kSlots], S* col, int nr, int lane) {
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int r = lane + 32 * k;
+    if (r < nr) col[r] = x[k];
+  }
+}
+
 template <typename S, int kTileWarps>
 __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
                                                                  Index tiles, S* __restrict__ tau,
@@ -116,13 +137,7 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
 #pragma unroll
       for (int q = 0; q < kColsPerWarp; ++q) {
         const int c = warp + kTileWarps * q;
-        if (c <= j || c >= n) continue;
-        S d = S(0);
-#pragma unroll
-        for (int k = 0; k < kSlots; ++k) d += vr[k] * x[q][k];
-        d = warpSum(d) * tj;
-#pragma unroll
-        for (int k = 0; k < kSlots; ++k) x[q][k] -= d * vr[k];
+        if (c > j && c < n) reflectColumn(vr, x[q], tj);
       }
     }
   }
@@ -131,11 +146,7 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
     if (c >= n) continue;
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      const int r = lane + 32 * k;
-      if (r < nr) X[r0 + r + c * ldx] = x[q][k];
-    }
+    storeColumn(x[q], X + r0 + c * ldx, nr, lane);
     if (lane < n) Rout[t * n + lane + c * ldr] = (lane <= c) ? x[q][0] : S(0);
     if (lane == 0) tau[t * n + c] = sTau[c];
   }
@@ -181,24 +192,13 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
     for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
 #pragma unroll
     for (int q = 0; q < kColsPerWarp; ++q) {
-      if (warp + kTileWarps * q >= n) continue;
-      S d = S(0);
-#pragma unroll
-      for (int k = 0; k < kSlots; ++k) d += vr[k] * x[q][k];
-      d = warpSum(d) * tj;
-#pragma unroll
-      for (int k = 0; k < kSlots; ++k) x[q][k] -= d * vr[k];
+      if (warp + kTileWarps * q < n) reflectColumn(vr, x[q], tj);
     }
   }
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
-    if (c >= n) continue;
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      const int r = lane + 32 * k;
-      if (r < nr) X[r0 + r + c * ldx] = x[q][k];
-    }
+    if (c < n) storeColumn(x[q], X + r0 + c * ldx, nr, lane);
   }
 }
 
