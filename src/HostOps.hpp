@@ -1,0 +1,173 @@
+// HostOps.hpp - the host side of the backend-generic algorithms (internal): HostOps, the "Ops" of Algorithms.hpp and
+// Tsqr.hpp over Eigen. Shared by the host state classes.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/Householder>
+
+#include "Algorithms.hpp"
+
+namespace tcqr {
+namespace detail {
+
+template <typename S>
+using MapM = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>, 0, Eigen::OuterStride<>>;
+
+template <typename S>
+MapM<S> map(View<S> v) {
+  return MapM<S>(v.p, v.rows, v.cols, Eigen::OuterStride<>(v.ld));
+}
+
+template <typename S>
+struct HostOps {
+  void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+    if (C.empty()) return;
+    auto c = map(C);
+    if (beta == S(0))
+      c.setZero();
+    else if (beta != S(1))
+      c *= beta;
+    const Index inner = (ta == Op::N) ? A.cols : A.rows;
+    if (inner == 0) return;
+    auto a = map(A);
+    auto b = map(B);
+    if (ta == Op::N && tb == Op::N) c.noalias() += alpha * a * b;
+    else if (ta == Op::T && tb == Op::N) c.noalias() += alpha * a.transpose() * b;
+    else if (ta == Op::N && tb == Op::T) c.noalias() += alpha * a * b.transpose();
+    else c.noalias() += alpha * a.transpose() * b.transpose();
+  }
+
+  // Column-by-column Householder QR with Eigen's own reflector (makeHouseholderInPlace), hence Eigen's conventions.
+  void geqrfPanel(View<S> A, S* tau) {
+    auto a = map(A);
+    const Index m = A.rows, n = A.cols;
+    std::vector<S> work(static_cast<size_t>(std::max<Index>(n, 1)));
+    for (Index j = 0; j < n; ++j) {
+      S beta;
+      a.col(j).tail(m - j).makeHouseholderInPlace(tau[j], beta);
+      a(j, j) = beta;
+      a.bottomRightCorner(m - j, n - j - 1).applyHouseholderOnTheLeft(a.col(j).tail(m - j - 1), tau[j], work.data());
+    }
+  }
+
+  void copyUnitLower(View<S> src, View<S> dst) {
+    auto s = map(src);
+    auto d = map(dst);
+    for (Index j = 0; j < dst.cols; ++j) {
+      const Index top = std::min(j, dst.rows);
+      d.col(j).head(top).setZero();
+      if (j < dst.rows) {
+        d(j, j) = S(1);
+        d.col(j).tail(dst.rows - j - 1) = s.col(j).tail(dst.rows - j - 1);
+      }
+    }
+  }
+
+  void formT(View<S> Sm, const S* tau, View<S> T) {
+    auto s = map(Sm);
+    auto t = map(T);
+    const Index k = T.rows;
+    t.setZero();
+    for (Index i = 0; i < k; ++i) {
+      t(i, i) = tau[i];
+      if (i > 0) {
+        Eigen::Matrix<S, Eigen::Dynamic, 1> v = -tau[i] * s.col(i).head(i);
+        t.col(i).head(i) = t.topLeftCorner(i, i).template triangularView<Eigen::Upper>() * v;
+      }
+    }
+  }
+
+  void trmmRightUpper(View<S> B, View<S> T) {
+    if (B.empty()) return;
+    auto b = map(B);
+    auto t = map(T);
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tmp = b * t.template triangularView<Eigen::Upper>();
+    b = tmp;
+  }
+
+  void trsmLeftUpper(Op op, View<S> R, View<S> B) {
+    if (B.empty()) return;
+    auto r = map(R);
+    auto b = map(B);
+    if (op == Op::N)
+      r.template triangularView<Eigen::Upper>().solveInPlace(b);
+    else
+      r.template triangularView<Eigen::Upper>().transpose().solveInPlace(b);
+  }
+
+  void setZero(View<S> A) {
+    if (!A.empty()) map(A).setZero();
+  }
+  void setIdentity(View<S> A) {
+    if (!A.empty()) map(A).setIdentity();
+  }
+  void copy(View<S> src, View<S> dst) {
+    if (!dst.empty()) map(dst) = map(src);
+  }
+
+  // TSQR primitives (Tsqr.hpp): the same tiling as the CUDA kernels, each tile factored with Eigen's reflectors.
+  void tsqrTileQR(View<S> X, Index tiles, S* tau, View<S> Rout) {
+    const Index n = X.cols;
+    for (Index t = 0; t < tiles; ++t) {
+      const Index r0 = tileBegin(X.rows, tiles, t), nr = tileBegin(X.rows, tiles, t + 1) - r0;
+      View<S> tile = X.block(r0, 0, nr, n);
+      geqrfPanel(tile, tau + t * n);
+      map(Rout.block(t * n, 0, n, n)) = map(tile.topRows(n)).template triangularView<Eigen::Upper>();
+    }
+  }
+  void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
+    const Index n = X.cols;
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> B;
+    std::vector<S> work(static_cast<size_t>(n));
+    for (Index t = 0; t < tiles; ++t) {
+      const Index r0 = tileBegin(X.rows, tiles, t), nr = tileBegin(X.rows, tiles, t + 1) - r0;
+      auto V = map(X.block(r0, 0, nr, n));
+      B.setZero(nr, n);
+      B.topRows(n) = map(C.block(t * n, 0, n, n));
+      for (Index j = n - 1; j >= 0; --j)
+        B.bottomRows(nr - j).applyHouseholderOnTheLeft(V.col(j).tail(nr - j - 1), tau[t * n + j], work.data());
+      V = B;
+    }
+  }
+  void signedLU(View<S> LU, S* s) {
+    auto a = map(LU);
+    a = -a;
+    const Index n = LU.rows;
+    for (Index k = 0; k < n; ++k) {
+      s[k] = a(k, k) >= S(0) ? S(1) : S(-1);
+      a(k, k) += s[k];
+      a.col(k).tail(n - k - 1) /= a(k, k);
+      a.bottomRightCorner(n - k - 1, n - k - 1).noalias() -= a.col(k).tail(n - k - 1) * a.row(k).tail(n - k - 1);
+    }
+  }
+  void reconstructWY(View<S> Q, View<S> LU, const S* s, View<S> R, View<S> A, View<S> W, S* tau) {
+    const Index m = Q.rows, n = Q.cols;
+    auto lu = map(LU);
+    Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>> sv(s, n);
+    auto w = map(W);
+    // W Y1^T = I - Q S_n
+    w = -map(Q) * sv.asDiagonal();
+    w.diagonal().array() += S(1);
+    lu.template triangularView<Eigen::UnitLower>().transpose().template solveInPlace<Eigen::OnTheRight>(w);
+    // Y2 U = -Q2 (rows >= n); Q and A may alias, so this comes after W, which read Q.
+    auto a = map(A);
+    if (m > n) {
+      auto y2 = a.bottomRows(m - n);
+      y2 = -map(Q).bottomRows(m - n);
+      lu.template triangularView<Eigen::Upper>().template solveInPlace<Eigen::OnTheRight>(y2);
+    }
+    // top rows: L1 strictly below the diagonal, S_n R on and above it
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < n; ++i) a(i, j) = (i > j) ? lu(i, j) : s[i] * map(R)(i, j);
+    for (Index j = 0; j < n; ++j) tau[j] = lu(j, j) * s[j];
+  }
+
+ private:
+  static Index tileBegin(Index m, Index tiles, Index t) { return (m * t) / tiles; }
+};
+
+}  // namespace detail
+}  // namespace tcqr
