@@ -1,6 +1,8 @@
 // Algorithms.hpp - the recursive Householder QR (TPDS'25 Algorithm 1) and the WY applications, written once and
 // run on any backend. A backend ("Ops") provides, on its own memory space:
-//   gemm(opA, opB, alpha, A, B, beta, C)        C = alpha op(A) op(B) + beta C
+//   gemm(opA, opB, alpha, A, B, beta, C)        C = alpha op(A) op(B) + beta C, in the object's precision mode
+//   gemmExact(opA, opB, alpha, A, B, beta, C)   the same in the storage precision (small products inside a panel)
+//   columnScales(A, d), scaleColumns(A, d, inverse, upperOnly)   power-of-two column scaling (FP16 mode)
 //   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
@@ -51,7 +53,7 @@ void formPanelW(Ops& ops, View<S> A, const S* tau, View<S> W, S* scratch) {
   const Index k = A.cols;
   View<S> Sm(scratch, k, k, k), T(scratch + k * k, k, k, k);
   ops.copyUnitLower(A, W);
-  ops.gemm(Op::T, Op::N, S(1), W, W, S(0), Sm);
+  ops.gemmExact(Op::T, Op::N, S(1), W, W, S(0), Sm);
   ops.formT(Sm, tau, T);
   ops.trmmRightUpper(W, T);
 }
@@ -152,13 +154,20 @@ inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel) {
 }
 
 /// QR of any m x n matrix: the recursion on the first k = min(m, n) columns, then R12 = Q^T A(:, k:n) for wide A.
-/// W must be m x k.
+/// W must be m x k. With `colScale` (n scalars of storage) the columns are first scaled by powers of two to norms in
+/// [1/2, 1) and R is scaled back at the end (HPDC'20 §3.5): A D = Q (R D), so Q, the reflectors and tau are those of A
+/// and nothing in the recursion exceeds the column norms, which keeps FP16 operands in range.
 template <class Ops, typename S>
-void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch) {
+void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch, S* colScale = nullptr) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n);
   if (k == 0) return;
+  if (colScale) {
+    ops.columnScales(A, colScale);
+    ops.scaleColumns(A, colScale, false, false);
+  }
   factorRecursive(ops, A.leftCols(k), tau, W, nb, panel, scratch);
   if (n > k) applyQtLeft(ops, A.leftCols(k), W, A.rightCols(n - k), scratch);
+  if (colScale) ops.scaleColumns(A, colScale, true, true);
 }
 
 /// Scratch needed by solve() for nrhs right-hand sides.

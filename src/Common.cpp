@@ -13,6 +13,34 @@ const char* backendName(Backend b) noexcept {
   return "?";
 }
 
+const char* precisionName(Precision p) noexcept {
+  switch (p) {
+    case Precision::Default: return "Default";
+    case Precision::FP32: return "FP32";
+    case Precision::TF32x3: return "TF32x3";
+    case Precision::TF32: return "TF32";
+    case Precision::FP16: return "FP16";
+    case Precision::BF16: return "BF16";
+    case Precision::FP64: return "FP64";
+    case Precision::FP64Emulated: return "FP64Emulated";
+  }
+  return "?";
+}
+
+bool precisionSupported(Precision p, bool isDouble) noexcept {
+  switch (p) {
+    case Precision::Default: return true;
+    case Precision::FP64:
+    case Precision::FP64Emulated: return isDouble;
+    default: return !isDouble;
+  }
+}
+
+Precision resolvePrecision(Precision p, bool isDouble) noexcept {
+  if (p != Precision::Default) return p;
+  return isDouble ? Precision::FP64 : Precision::TF32x3;
+}
+
 Backend resolveBackend(Backend requested, Index rows, Index cols) noexcept {
   if (requested != Backend::Auto) return requested;
   return (cudaDeviceAvailable() && rows * cols >= autoCudaMinElements()) ? Backend::Cuda : Backend::Host;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -92,6 +93,7 @@ class CudaQRState final : public QRState<S> {
     c->m_userStream = m_userStream;
     c->m_nb = m_nb;
     c->m_panel = m_panel;
+    c->setPrecision(m_precision);
     c->applyStream();
     synchronize();
     c->allocate(m_rows, m_cols);
@@ -227,6 +229,14 @@ class CudaQRState final : public QRState<S> {
 
   void setBlockSize(Index nb) override { m_nb = nb; }
   void setPanel(Panel panel) override { m_panel = panel; }
+  void setPrecision(Precision precision) override {
+    m_precision = precision;
+    // FP64Emulated: cuBLAS only emulates where its heuristics expect a gain unless told to always do so; on Hopper
+    // they never do, and the mode exists to be measured.
+    const bool eager = resolvedPrecision() == Precision::FP64Emulated;
+    TCQR_CHECK(cublasSetEmulationStrategy(m_blas, eager ? CUBLAS_EMULATION_STRATEGY_EAGER
+                                                        : CUBLAS_EMULATION_STRATEGY_DEFAULT));
+  }
   Index blockSize() const noexcept override { return nb(); }
   void setStream(CUstream_st* s) override {
     if (s == m_userStream) return;
@@ -247,6 +257,7 @@ class CudaQRState final : public QRState<S> {
       default: return PanelKind::Hybrid;
     }
   }
+  Precision resolvedPrecision() const { return resolvePrecision(m_precision, std::is_same<S, double>::value); }
   View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
   View<S> viewW() const { return View<S>(m_w.get(), m_rows, std::min(m_rows, m_cols), m_rows); }
 
@@ -260,7 +271,13 @@ class CudaQRState final : public QRState<S> {
     TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
   }
 
-  CudaOps<S> makeOps() const { return CudaOps<S>{m_blas, m_solver, m_params, stream(), &m_work, &m_hostWork, m_flags.get() + 1}; }
+  /// Ops for the factorization run in the object's precision mode; every other use (solve, Q products) in S.
+  CudaOps<S> makeOps(bool factorization = false) const {
+    const Precision mode = factorization ? resolvedPrecision() : (std::is_same<S, double>::value ? Precision::FP64
+                                                                                                    : Precision::FP32);
+    return CudaOps<S>{m_blas, m_solver, m_params, stream(), &m_work, &m_hostWork, m_flags.get() + 1, mode,
+                      &m_conversion};
+  }
 
   void copyD2D(S* dst, const S* src, Index count) const {
     if (count > 0) TCQR_CHECK(cudaMemcpyAsync(dst, src, sizeof(S) * count, cudaMemcpyDeviceToDevice, stream()));
@@ -272,8 +289,9 @@ class CudaQRState final : public QRState<S> {
     const Index k = std::min(rows, cols);
     const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(rows * k, 1), std::max<Index>(k, 1),
                            std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
+    const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
     const bool grows = need[0] > m_a.capacity() || need[1] > m_w.capacity() || need[2] > m_tau.capacity() ||
-                       need[3] > m_scratch.capacity();
+                       need[3] > m_scratch.capacity() || convBytes > m_conversion.buffer.capacity();
     if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
     m_rows = m_cols = 0;
     try {
@@ -281,6 +299,8 @@ class CudaQRState final : public QRState<S> {
       m_w.reserve(need[1]);
       m_tau.reserve(need[2]);
       m_scratch.reserve(need[3]);
+      if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
+      if (resolvedPrecision() == Precision::FP16) m_colScale.reserve(std::max<Index>(cols, 1));
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {
         size_t dBytes = 0, hBytes = 0;
         TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_solver, m_params, rows, std::min(k, nb()), Blas<S>::type, m_a.get(),
@@ -298,6 +318,8 @@ class CudaQRState final : public QRState<S> {
       m_scratch.release();
       m_work.release();
       m_rhs.release();
+      m_conversion.buffer.release();
+      m_colScale.release();
       throw;
     }
     m_rows = rows;
@@ -307,8 +329,10 @@ class CudaQRState final : public QRState<S> {
   void runFactor() {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
-    CudaOps<S> ops = makeOps();
-    factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get());
+    CudaOps<S> ops = makeOps(true);
+    // FP16: power-of-two column scaling against overflow (see factor()).
+    S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
+    factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale);
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
   }
 
@@ -329,7 +353,8 @@ class CudaQRState final : public QRState<S> {
   cublasHandle_t m_blas = nullptr;
   cusolverDnHandle_t m_solver = nullptr;
   cusolverDnParams_t m_params = nullptr;
-  DeviceBuffer<S> m_a, m_w, m_tau, m_scratch, m_rhs;
+  DeviceBuffer<S> m_a, m_w, m_tau, m_scratch, m_rhs, m_colScale;
+  mutable ConversionWork m_conversion;
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
   PinnedBuffer<S> m_stage;
@@ -337,6 +362,7 @@ class CudaQRState final : public QRState<S> {
   mutable std::vector<char> m_hostWork;
   Index m_rows = 0, m_cols = 0, m_nb = 0;
   Panel m_panel = Panel::Auto;
+  Precision m_precision = Precision::Default;
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
   cudaEvent_t m_ready = nullptr;
 };

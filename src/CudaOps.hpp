@@ -3,7 +3,10 @@
 // classes.
 #pragma once
 
+#include <algorithm>
 #include <vector>
+
+#include "tcqr/Backend.h"
 
 #include "Algorithms.hpp"
 #include "CudaCheck.hpp"
@@ -109,6 +112,32 @@ inline cublasOperation_t cuOp(Op o) { return o == Op::N ? CUBLAS_OP_N : CUBLAS_O
 // ---------------------------------------------------------------------------------------------------------------
 // The Ops of Algorithms.hpp on the device.
 
+/// Converted operands of a low-precision GEMM: grow-only, sized before a factorization starts (see
+/// conversionBytes), grown with a synchronisation only if a later call needs more.
+struct ConversionWork {
+  DeviceBuffer<char> buffer;
+  char* reserve(Index bytes, cudaStream_t stream) {
+    if (bytes > buffer.capacity()) TCQR_CHECK(cudaStreamSynchronize(stream));  // queued GEMMs may read the old one
+    return buffer.reserve(bytes);
+  }
+};
+
+/// Bytes one converted element of an operand takes in `mode` (TF32x3 keeps two FP32 parts).
+inline Index conversionElementBytes(Precision mode) {
+  switch (mode) {
+    case Precision::TF32x3: return 2 * sizeof(float);
+    case Precision::FP16:
+    case Precision::BF16: return 2;
+    default: return 0;
+  }
+}
+/// Conversion workspace for factor() of an m x n matrix: the largest pair of GEMM operands in the recursion and the
+/// WY applications is bounded by (m + 8) x (n + min(m, n)) elements (W^T A2 reads W, m x n1, and A2, m x n2).
+inline Index conversionBytes(Precision mode, Index m, Index n) {
+  const Index e = conversionElementBytes(mode);
+  return e == 0 ? 0 : e * (m + 8) * (n + std::min(m, n) + 16) + 256;
+}
+
 template <typename S>
 struct CudaOps {
   cublasHandle_t blas;
@@ -118,6 +147,8 @@ struct CudaOps {
   DeviceBuffer<char>* work;
   std::vector<char>* hostWork;
   int* dInfo;
+  Precision mode;              ///< arithmetic of gemm(); gemmExact() always runs in S
+  ConversionWork* conversion;  ///< operand copies of the tensor-core modes (null for FP32/FP64)
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;
@@ -126,9 +157,32 @@ struct CudaOps {
       if (beta == S(0)) setZero(C);
       return;  // beta == 1 everywhere else in the algorithms
     }
+    if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default) {
+      Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
+      return;
+    }
+    gemmMode(ta, tb, alpha, A, B, beta, C, k);
+  }
+  /// C = alpha op(A) op(B) + beta C in the storage precision, whatever the mode (small products inside a panel).
+  void gemmExact(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+    if (C.empty()) return;
+    const Index k = (ta == Op::N) ? A.cols : A.rows;
+    if (k == 0) {
+      if (beta == S(0)) setZero(C);
+      return;
+    }
     Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
   }
 
+  void columnScales(View<S> A, S* d) { kernels::launchColumnScales<S>(A.p, A.ld, A.rows, A.cols, d, stream); }
+  void scaleColumns(View<S> A, const S* d, bool inverse, bool upperOnly) {
+    kernels::launchScaleColumns<S>(A.p, A.ld, A.rows, A.cols, d, inverse, upperOnly, stream);
+  }
+
+ private:
+  void gemmMode(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C, Index k);
+
+ public:
   void geqrfPanel(View<S> A, S* tau) {
     if (A.empty()) return;
     size_t dBytes = 0, hBytes = 0;
@@ -175,6 +229,63 @@ struct CudaOps {
                                     stream);
   }
 };
+
+// double: native FP64 or cuBLAS's fixed-point emulation (the handle's emulation strategy is set by the state).
+template <>
+inline void CudaOps<double>::gemmMode(Op ta, Op tb, double alpha, View<double> A, View<double> B, double beta,
+                                      View<double> C, Index k) {
+  TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, &alpha, A.p, CUDA_R_64F, A.ld, B.p,
+                             CUDA_R_64F, B.ld, &beta, C.p, CUDA_R_64F, C.ld, CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT,
+                             CUBLAS_GEMM_DEFAULT));
+}
+
+// float on tensor cores. The operands are converted into packed copies (ld a multiple of 8, zero padding rows), so
+// when both operands store the inner dimension as rows (op(A) = A^T, op(B) = B) it is rounded up to a multiple of 8.
+template <>
+inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, View<float> B, float beta,
+                                     View<float> C, Index k) {
+  const Index lda = kernels::paddedRows(A.rows), ldb = kernels::paddedRows(B.rows);
+  const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;
+  const Index na = lda * A.cols, nb = ldb * B.cols;
+  auto align = [](Index bytes) { return (bytes + 255) / 256 * 256; };
+  if (mode == Precision::TF32) {
+    TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, &alpha, A.p, CUDA_R_32F, A.ld, B.p,
+                               CUDA_R_32F, B.ld, &beta, C.p, CUDA_R_32F, C.ld, CUBLAS_COMPUTE_32F_FAST_TF32,
+                               CUBLAS_GEMM_DEFAULT));
+  } else if (mode == Precision::TF32x3) {
+    const Index bytesA = align(na * Index(sizeof(float))), bytesB = align(nb * Index(sizeof(float)));
+    char* w = conversion->reserve(2 * (bytesA + bytesB), stream);
+    float* aHi = reinterpret_cast<float*>(w);
+    float* aLo = reinterpret_cast<float*>(w + bytesA);
+    float* bHi = reinterpret_cast<float*>(w + 2 * bytesA);
+    float* bLo = reinterpret_cast<float*>(w + 2 * bytesA + bytesB);
+    kernels::launchSplitTf32(A.p, A.ld, A.rows, A.cols, aHi, aLo, stream);
+    kernels::launchSplitTf32(B.p, B.ld, B.rows, B.cols, bHi, bLo, stream);
+    // Smallest terms first; each product is exact in TF32 x TF32 and accumulated in FP32.
+    const float one = 1.0f;
+    const float* lhs[3] = {aLo, aHi, aHi};
+    const float* rhs[3] = {bHi, bLo, bHi};
+    for (int t = 0; t < 3; ++t)
+      TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, kk, &alpha, lhs[t], CUDA_R_32F, lda,
+                                 rhs[t], CUDA_R_32F, ldb, t == 0 ? &beta : &one, C.p, CUDA_R_32F, C.ld,
+                                 CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+  } else {  // FP16 / BF16
+    const bool half = mode == Precision::FP16;
+    const Index bytesA = align(na * 2), bytesB = align(nb * 2);
+    char* w = conversion->reserve(bytesA + bytesB, stream);
+    const cudaDataType type = half ? CUDA_R_16F : CUDA_R_16BF;
+    if (half) {
+      kernels::launchConvertFromFloat(A.p, A.ld, A.rows, A.cols, reinterpret_cast<__half*>(w), stream);
+      kernels::launchConvertFromFloat(B.p, B.ld, B.rows, B.cols, reinterpret_cast<__half*>(w + bytesA), stream);
+    } else {
+      kernels::launchConvertFromFloat(A.p, A.ld, A.rows, A.cols, reinterpret_cast<__nv_bfloat16*>(w), stream);
+      kernels::launchConvertFromFloat(B.p, B.ld, B.rows, B.cols, reinterpret_cast<__nv_bfloat16*>(w + bytesA),
+                                      stream);
+    }
+    TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, kk, &alpha, w, type, lda, w + bytesA, type,
+                               ldb, &beta, C.p, CUDA_R_32F, C.ld, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+}
 
 /// Makes the object's device current for the duration of a call.
 class DeviceGuard {

@@ -2,6 +2,7 @@
 // tests end to end, and the fallback when no GPU is present.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "HostOps.hpp"
@@ -36,7 +37,10 @@ class HostQRState final : public QRState<S> {
     m_w.assign(static_cast<size_t>(rows * k), S(0));
     m_scratch.resize(static_cast<size_t>(factorTotalScratch(rows, cols, nb(), panelKind())));
     HostOps<S> ops;
-    factor(ops, viewA(), m_tau.data(), View<S>(m_w.data(), rows, k, rows), nb(), panelKind(), m_scratch.data());
+    ops.mode = resolvePrecision(m_precision, std::is_same<S, double>::value);
+    std::vector<S> colScale(ops.mode == Precision::FP16 ? static_cast<size_t>(cols) : 0);
+    factor(ops, viewA(), m_tau.data(), View<S>(m_w.data(), rows, k, rows), nb(), panelKind(), m_scratch.data(),
+           colScale.empty() ? nullptr : colScale.data());
   }
 
   Index rows() const noexcept override { return m_rows; }
@@ -80,6 +84,7 @@ class HostQRState final : public QRState<S> {
   void synchronize() const override {}
   void setBlockSize(Index nb) override { m_nb = nb; }
   void setPanel(Panel panel) override { m_panel = panel; }
+  void setPrecision(Precision precision) override { m_precision = precision; }
   Index blockSize() const noexcept override { return nb(); }
   void setStream(CUstream_st*) override {}
 
@@ -94,6 +99,7 @@ class HostQRState final : public QRState<S> {
   std::vector<S> m_a, m_w, m_tau, m_stage, m_scratch;
   Index m_rows = 0, m_cols = 0, m_nb = 0;
   Panel m_panel = Panel::Auto;
+  Precision m_precision = Precision::Default;
   bool m_notFinite = false;
 };
 

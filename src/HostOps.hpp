@@ -3,12 +3,17 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
 #include <Eigen/Householder>
 
 #include "Algorithms.hpp"
+#include "tcqr/Backend.h"
 
 namespace tcqr {
 namespace detail {
@@ -21,9 +26,32 @@ MapM<S> map(View<S> v) {
   return MapM<S>(v.p, v.rows, v.cols, Eigen::OuterStride<>(v.ld));
 }
 
+/// Rounding of one operand entry in each mode, as the tensor cores see it (the Host backend's emulation).
+inline float roundTf32(float x) {
+  if (!std::isfinite(x)) return x;
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  u = (u + 0x1000u) & 0xFFFFE000u;  // to nearest, ties away from zero, as cvt.rna.tf32.f32
+  std::memcpy(&x, &u, sizeof u);
+  return x;
+}
+inline float roundFp16(float x) { return static_cast<float>(Eigen::half(x)); }
+inline float roundBf16(float x) { return static_cast<float>(Eigen::bfloat16(x)); }
+
 template <typename S>
 struct HostOps {
+  Precision mode = Precision::Default;  ///< arithmetic of gemm() (emulated); gemmExact() always runs in S
+
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+    if (std::is_same<S, float>::value && (mode == Precision::TF32 || mode == Precision::TF32x3 ||
+                                          mode == Precision::FP16 || mode == Precision::BF16)) {
+      gemmRounded(ta, tb, alpha, A, B, beta, C);
+      return;
+    }
+    gemmExact(ta, tb, alpha, A, B, beta, C);
+  }
+
+  void gemmExact(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;
     auto c = map(C);
     if (beta == S(0))
@@ -40,6 +68,73 @@ struct HostOps {
     else c.noalias() += alpha * a.transpose() * b.transpose();
   }
 
+  void columnScales(View<S> A, S* d) {
+    auto a = map(A);
+    for (Index j = 0; j < A.cols; ++j) {
+      const S norm = a.col(j).stableNorm();
+      int e = 0;
+      std::frexp(norm, &e);
+      d[j] = (norm > S(0) && std::isfinite(norm)) ? std::ldexp(S(1), -e) : S(1);
+    }
+  }
+  void scaleColumns(View<S> A, const S* d, bool inverse, bool upperOnly) {
+    auto a = map(A);
+    for (Index j = 0; j < A.cols; ++j) {
+      const Index rows = upperOnly ? std::min(A.rows, j + 1) : A.rows;
+      if (inverse)
+        a.col(j).head(rows) /= d[j];
+      else
+        a.col(j).head(rows) *= d[j];
+    }
+  }
+
+ private:
+  using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+
+  // The GPU modes on the host: operands rounded entrywise as the tensor cores consume them, products accumulated in
+  // S. TF32x3 sums lo*hi + hi*lo + hi*hi with hi = tf32(x) and lo = tf32(x - hi), as kernels/precision_kernels.cu.
+  void gemmRounded(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+    if (C.empty()) return;
+    const Index inner = (ta == Op::N) ? A.cols : A.rows;
+    if (inner == 0) {
+      if (beta == S(0)) map(C).setZero();
+      return;
+    }
+    auto rounded = [&](View<S> X, int part) {
+      Mat r = map(X);
+      for (Index j = 0; j < r.cols(); ++j)
+        for (Index i = 0; i < r.rows(); ++i) {
+          const float x = static_cast<float>(r(i, j));
+          float v;
+          switch (mode) {
+            case Precision::FP16: v = roundFp16(x); break;
+            case Precision::BF16: v = roundBf16(x); break;
+            default: {
+              const float hi = roundTf32(x);
+              v = part == 0 ? hi : roundTf32(x - hi);
+            }
+          }
+          r(i, j) = static_cast<S>(v);
+        }
+      return r;
+    };
+    auto product = [&](const Mat& a, const Mat& b, S bet) {
+      View<S> av(const_cast<S*>(a.data()), a.rows(), a.cols(), a.rows());
+      View<S> bv(const_cast<S*>(b.data()), b.rows(), b.cols(), b.rows());
+      gemmExact(ta, tb, alpha, av, bv, bet, C);
+    };
+    const Mat aHi = rounded(A, 0), bHi = rounded(B, 0);
+    if (mode == Precision::TF32x3) {
+      const Mat aLo = rounded(A, 1), bLo = rounded(B, 1);
+      product(aLo, bHi, beta);
+      product(aHi, bLo, S(1));
+      product(aHi, bHi, S(1));
+    } else {
+      product(aHi, bHi, beta);
+    }
+  }
+
+ public:
   // Column-by-column Householder QR with Eigen's own reflector (makeHouseholderInPlace), hence Eigen's conventions.
   void geqrfPanel(View<S> A, S* tau) {
     auto a = map(A);

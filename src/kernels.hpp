@@ -66,3 +66,34 @@ void launchReconstructWY(const S* Q, Index ldq, Index m, Index n, const S* LU, I
 
 }  // namespace kernels
 }  // namespace tcqr
+
+// ---- precision modes (kernels/precision_kernels.cu) ------------------------------------------------------------
+struct __half;
+struct __nv_bfloat16;
+
+namespace tcqr {
+namespace kernels {
+
+/// Leading dimension of a converted copy of a block with `rows` rows: rows rounded up to a multiple of 8.
+Index paddedRows(Index rows);
+
+/// out (paddedRows(rows) x cols, ld = paddedRows(rows)) = A (rows x cols, lda) rounded to T (__half or
+/// __nv_bfloat16), padding rows zeroed. `out` must be 16-byte aligned.
+template <typename T>
+void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T* out, cudaStream_t stream);
+
+/// hi + lo = A to within 2^-22 relative: hi = A rounded to TF32, lo = (A - hi) rounded to TF32; both padded like
+/// launchConvertFromFloat. `hi` and `lo` must be 16-byte aligned.
+void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream);
+
+/// d_j = 2^-e_j with 2^(e_j - 1) <= ||A(:, j)||_2 < 2^e_j (1 for a zero or non-finite column).
+template <typename S>
+void launchColumnScales(const S* A, Index lda, Index rows, Index cols, S* d, cudaStream_t stream);
+
+/// A(:, j) *= d_j, or /= d_j when `inverse`; with `upperOnly` only rows i <= j are touched (the R part of a packed QR).
+template <typename S>
+void launchScaleColumns(S* A, Index lda, Index rows, Index cols, const S* d, bool inverse, bool upperOnly,
+                        cudaStream_t stream);
+
+}  // namespace kernels
+}  // namespace tcqr

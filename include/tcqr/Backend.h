@@ -30,6 +30,35 @@ enum class Backend { Auto, Host, Cuda };
 ///   wider requests fall back to Geqrf).
 enum class Panel { Auto, Geqrf, Tsqr };
 
+/// \brief Arithmetic of the matrix products inside a factorization (the GEMMs of the recursion: the trailing updates
+/// and the formation of W). Panels (geqrf, TSQR) always run in the storage precision, and so do products with Q after
+/// the factorization (solve(), householderQ()).
+///
+/// float:
+/// - FP32: cuBLAS SGEMM, no tensor cores.
+/// - TF32x3: each operand is split into a TF32 high part and a TF32 low part, and three tensor-core products are
+///   summed (hi*hi + hi*lo + lo*hi); FP32 accuracy at tensor-core speed.
+/// - TF32: one TF32 tensor-core product (10-bit mantissa operands, FP32 accumulation).
+/// - FP16, BF16: operands converted to half precision, FP32 accumulation. With FP16 the columns of A are first scaled
+///   by powers of two to unit norm (exact; R is scaled back), so no intermediate overflows (HPDC'20 §3.5).
+/// double:
+/// - FP64: cuBLAS DGEMM.
+/// - FP64Emulated: cuBLAS's fixed-point (Ozaki) FP64 emulation on integer tensor cores
+///   (CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT). Slower than native FP64 on Hopper; meant for GPUs with weak FP64.
+/// Default: TF32x3 for float, FP64 for double (defaultPrecision()). The Host backend emulates each mode's rounding
+/// (operands rounded to TF32/FP16/BF16 before an FP32 product), so every mode can be tested without a GPU.
+/// Measured accuracy and speed of each mode: README.md.
+enum class Precision { Default, FP32, TF32x3, TF32, FP16, BF16, FP64, FP64Emulated };
+
+/// Human-readable name ("FP32", "TF32x3", ...).
+const char* precisionName(Precision p) noexcept;
+
+/// True when mode `p` applies to a matrix of `isDouble ? double : float`; Default applies to both.
+bool precisionSupported(Precision p, bool isDouble) noexcept;
+
+/// Resolves Precision::Default for the scalar type; other values are returned unchanged.
+Precision resolvePrecision(Precision p, bool isDouble) noexcept;
+
 /// Human-readable name ("Auto", "Host", "Cuda").
 const char* backendName(Backend b) noexcept;
 

@@ -108,7 +108,7 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   /// Deep copy: the copy owns its own device storage (a device-to-device copy on the CUDA backend).
   TensorCoreHouseholderQR(const TensorCoreHouseholderQR& other)
       : m_qr(other.m_qr), m_hCoeffs(other.m_hCoeffs), m_backend(other.m_backend), m_stream(other.m_stream),
-        m_blockSize(other.m_blockSize), m_panel(other.m_panel), m_state(other.m_state ? other.m_state->clone() : nullptr),
+        m_blockSize(other.m_blockSize), m_panel(other.m_panel), m_precision(other.m_precision), m_state(other.m_state ? other.m_state->clone() : nullptr),
         m_rows(other.m_rows), m_cols(other.m_cols), m_isInitialized(other.m_isInitialized),
         m_qrValid(other.m_qrValid), m_tauValid(other.m_tauValid) {}
   TensorCoreHouseholderQR& operator=(const TensorCoreHouseholderQR& other) {
@@ -249,6 +249,22 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
     return *this;
   }
 
+  /// Arithmetic of the products inside the next compute() (tcqr::Precision::Default: TF32x3 for float, FP64 for
+  /// double; see tcqr::Precision). Throws tcqr::Error for a mode of the other scalar type (e.g. FP16 for double).
+  TensorCoreHouseholderQR& setPrecision(tcqr::Precision precision) {
+    if (!tcqr::precisionSupported(precision, std::is_same<Scalar, double>::value))
+      throw tcqr::Error(tcqr::ErrorSource::Usage, 0, "setPrecision",
+                        std::string("setPrecision: ") + tcqr::precisionName(precision) + " does not apply to " +
+                            (std::is_same<Scalar, double>::value ? "double" : "float") + " matrices");
+    m_precision = precision;
+    if (m_state) m_state->setPrecision(precision);
+    return *this;
+  }
+  /// The mode the next compute() uses, Default resolved for this scalar type.
+  tcqr::Precision precision() const {
+    return tcqr::resolvePrecision(m_precision, std::is_same<Scalar, double>::value);
+  }
+
   /// Device pointer to the packed factorization (rows x cols, ld = rows); valid until the next compute().
   /// On the Host backend, a host pointer to the same layout.
   const Scalar* deviceMatrixQR() const {
@@ -309,6 +325,7 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
       m_state = tcqr::detail::makeQRState<Scalar>(resolved);
       m_state->setBlockSize(m_blockSize);
       m_state->setPanel(m_panel);
+      m_state->setPrecision(m_precision);
       m_state->setStream(m_stream);
     }
     m_rows = m;
@@ -327,6 +344,7 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   CUstream_st* m_stream = nullptr;
   Index m_blockSize = 0;
   tcqr::Panel m_panel = tcqr::Panel::Auto;
+  tcqr::Precision m_precision = tcqr::Precision::Default;
   std::unique_ptr<tcqr::detail::QRState<Scalar>> m_state;
   Index m_rows, m_cols;
   bool m_isInitialized = false;

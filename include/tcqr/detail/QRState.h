@@ -77,6 +77,8 @@ class QRState {
   virtual Index blockSize() const noexcept = 0;
   /// Panel factorization used by the next factorization.
   virtual void setPanel(Panel panel) = 0;
+  /// Arithmetic of the products of the next factorization (validated by the front end for the scalar type).
+  virtual void setPrecision(Precision precision) = 0;
   /// Makes the object run on a user stream (null: the object's own stream). No effect on the Host backend.
   virtual void setStream(CUstream_st* stream) = 0;
 };

@@ -1,0 +1,192 @@
+// precision_kernels.cu - operand conversion for the tensor-core precision modes (TPDS'25 §V.C.1 and §V.C.3) and the
+// power-of-two column scaling that keeps FP16 in range (HPDC'20 §3.5).
+//
+// Every conversion reads a column-major FP32 block (any leading dimension, any alignment) and writes a packed copy
+// whose leading dimension is a multiple of 8 elements, with the padding rows zeroed. Each thread handles 8
+// consecutive rows of one column: a 16-byte (half/bf16) or two 16-byte (float) stores, and 16-byte loads when the
+// source column is 16-byte aligned. The zero padding lets a GEMM whose inner dimension is the stored row count run
+// with that dimension rounded up to a multiple of 8 (the padded products are exact zeros).
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "../src/CudaCheck.hpp"
+#include "../src/kernels.hpp"
+
+namespace tcqr {
+namespace kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRowsPerThread = 8;
+
+/// Round to TF32 (10 explicit mantissa bits), to nearest with ties away from zero, as cvt.rna.tf32.f32. The result is
+/// an FP32 value whose low 13 mantissa bits are zero, so a tensor core consumes it without further rounding.
+__device__ __forceinline__ float roundTf32(float x) {
+  if (!isfinite(x)) return x;
+  unsigned u = __float_as_uint(x);
+  u = (u + 0x1000u) & 0xFFFFE000u;
+  return __uint_as_float(u);
+}
+
+template <typename T>
+__device__ __forceinline__ T fromFloat(float x);
+template <>
+__device__ __forceinline__ __half fromFloat<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+/// Loads rows [i, i + 8) of column j (zeros past `rows`).
+__device__ __forceinline__ void load8(const float* __restrict__ A, Index lda, Index rows, Index i, Index j,
+                                      float v[kRowsPerThread]) {
+  const float* col = A + j * lda;
+  const bool aligned = ((reinterpret_cast<std::uintptr_t>(col + i) & 15u) == 0);
+  if (aligned && i + kRowsPerThread <= rows) {
+    const float4 a = *reinterpret_cast<const float4*>(col + i);
+    const float4 b = *reinterpret_cast<const float4*>(col + i + 4);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  } else {
+#pragma unroll
+    for (int r = 0; r < kRowsPerThread; ++r) v[r] = (i + r < rows) ? col[i + r] : 0.0f;
+  }
+}
+
+template <typename T>
+__global__ void convertKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, T* __restrict__ out,
+                              Index ldo) {
+  const Index groups = ldo / kRowsPerThread, total = groups * cols;
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
+    const Index j = idx / groups, i = (idx - j * groups) * kRowsPerThread;
+    float v[kRowsPerThread];
+    load8(A, lda, rows, i, j, v);
+    alignas(16) T h[kRowsPerThread];
+#pragma unroll
+    for (int r = 0; r < kRowsPerThread; ++r) h[r] = fromFloat<T>(v[r]);
+    *reinterpret_cast<uint4*>(out + i + j * ldo) = *reinterpret_cast<const uint4*>(h);
+  }
+}
+
+__global__ void splitTf32Kernel(const float* __restrict__ A, Index lda, Index rows, Index cols, float* __restrict__ hi,
+                                float* __restrict__ lo, Index ldo) {
+  const Index groups = ldo / kRowsPerThread, total = groups * cols;
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
+    const Index j = idx / groups, i = (idx - j * groups) * kRowsPerThread;
+    float v[kRowsPerThread], h[kRowsPerThread], l[kRowsPerThread];
+    load8(A, lda, rows, i, j, v);
+#pragma unroll
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      h[r] = roundTf32(v[r]);
+      l[r] = roundTf32(v[r] - h[r]);  // exact difference; rounded so the tensor core sees what we emulate on the host
+    }
+    float4* ph = reinterpret_cast<float4*>(hi + i + j * ldo);
+    float4* pl = reinterpret_cast<float4*>(lo + i + j * ldo);
+    ph[0] = make_float4(h[0], h[1], h[2], h[3]);
+    ph[1] = make_float4(h[4], h[5], h[6], h[7]);
+    pl[0] = make_float4(l[0], l[1], l[2], l[3]);
+    pl[1] = make_float4(l[4], l[5], l[6], l[7]);
+  }
+}
+
+inline unsigned gridFor(Index total) {
+  const Index blocks = (total + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+}
+
+// One block per column: the column's 2-norm, then d_j = 2^-e with 2^(e-1) <= ||a_j|| < 2^e (frexp), so the scaled
+// column has norm in [1/2, 1) and the scaling is exact. A zero or non-finite column keeps d_j = 1.
+template <typename S>
+__global__ void columnScalesKernel(const S* __restrict__ A, Index lda, Index rows, S* __restrict__ d) {
+  const Index j = blockIdx.x;
+  const S* col = A + j * lda;
+  S sum = 0, big = 0;
+  for (Index i = threadIdx.x; i < rows; i += blockDim.x) big = fmax(big, fabs(col[i]));
+  __shared__ S red[kThreads / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) big = fmax(big, __shfl_xor_sync(0xffffffffu, big, o));
+  if (lane == 0) red[warp] = big;
+  __syncthreads();
+  big = red[0];
+  for (int w = 1; w < kThreads / 32; ++w) big = fmax(big, red[w]);
+  __syncthreads();
+  if (!(big > S(0)) || !isfinite(big)) {
+    if (threadIdx.x == 0) d[j] = S(1);
+    return;
+  }
+  // Sum of squares of the column divided by its largest entry: no overflow or underflow for any finite column.
+  for (Index i = threadIdx.x; i < rows; i += blockDim.x) {
+    const S x = col[i] / big;
+    sum += x * x;
+  }
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane == 0) red[warp] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    S total = 0;
+    for (int w = 0; w < kThreads / 32; ++w) total += red[w];
+    int e = 0;
+    frexp(big * sqrt(total), &e);
+    d[j] = ldexp(S(1), -e);
+  }
+}
+
+// A(:, j) *= d_j, or /= d_j when `inverse`; with `upperOnly` only rows i <= j (the R part of a packed QR).
+template <typename S>
+__global__ void scaleColumnsKernel(S* A, Index lda, Index rows, Index cols, const S* __restrict__ d, bool inverse,
+                                   bool upperOnly) {
+  const Index total = rows * cols;
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
+    const Index j = idx / rows, i = idx - j * rows;
+    if (upperOnly && i > j) continue;
+    const S f = d[j];
+    A[i + j * lda] = inverse ? A[i + j * lda] / f : A[i + j * lda] * f;
+  }
+}
+
+}  // namespace
+
+Index paddedRows(Index rows) { return (rows + kRowsPerThread - 1) / kRowsPerThread * kRowsPerThread; }
+
+template <typename T>
+void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T* out, cudaStream_t stream) {
+  const Index ldo = paddedRows(rows);
+  if (ldo * cols == 0) return;
+  convertKernel<T><<<gridFor(ldo / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, out, ldo);
+  TCQR_CHECK_LAUNCH("convertKernel");
+}
+template void launchConvertFromFloat<__half>(const float*, Index, Index, Index, __half*, cudaStream_t);
+template void launchConvertFromFloat<__nv_bfloat16>(const float*, Index, Index, Index, __nv_bfloat16*, cudaStream_t);
+
+void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream) {
+  const Index ldo = paddedRows(rows);
+  if (ldo * cols == 0) return;
+  splitTf32Kernel<<<gridFor(ldo / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo);
+  TCQR_CHECK_LAUNCH("splitTf32Kernel");
+}
+
+template <typename S>
+void launchColumnScales(const S* A, Index lda, Index rows, Index cols, S* d, cudaStream_t stream) {
+  if (cols == 0) return;
+  columnScalesKernel<S><<<static_cast<unsigned>(cols), kThreads, 0, stream>>>(A, lda, rows, d);
+  TCQR_CHECK_LAUNCH("columnScalesKernel");
+}
+template void launchColumnScales<float>(const float*, Index, Index, Index, float*, cudaStream_t);
+template void launchColumnScales<double>(const double*, Index, Index, Index, double*, cudaStream_t);
+
+template <typename S>
+void launchScaleColumns(S* A, Index lda, Index rows, Index cols, const S* d, bool inverse, bool upperOnly,
+                        cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  scaleColumnsKernel<S><<<gridFor(rows * cols), kThreads, 0, stream>>>(A, lda, rows, cols, d, inverse, upperOnly);
+  TCQR_CHECK_LAUNCH("scaleColumnsKernel");
+}
+template void launchScaleColumns<float>(float*, Index, Index, Index, const float*, bool, bool, cudaStream_t);
+template void launchScaleColumns<double>(double*, Index, Index, Index, const double*, bool, bool, cudaStream_t);
+
+}  // namespace kernels
+}  // namespace tcqr
