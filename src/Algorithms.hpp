@@ -58,6 +58,31 @@ void formPanelW(Ops& ops, View<S> A, const S* tau, View<S> W, S* scratch) {
   ops.trmmRightUpper(W, T);
 }
 
+/// C += alpha op(L) Z for a k x k lower triangular L stored with explicit zeros above its diagonal: the recursive
+/// TRMM of TPDS'25 Algorithm 3. The diagonal blocks recurse and the off-diagonal block is one GEMM, so the GEMMs stay
+/// large (tensor-core friendly) while the flops approach half of a full GEMM's. Below `cutoff` rows the triangle is
+/// multiplied as a full block. Runs in the backend's precision mode, like every gemm().
+template <class Ops, typename S>
+void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
+  const Index k = L.rows;
+  if (k <= cutoff) {
+    ops.gemm(opL, Op::N, alpha, L, Z, S(1), C);
+    return;
+  }
+  const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;  // multiples of 16 keep the GEMM operands aligned
+  View<S> L11 = L.block(0, 0, k1, k1), L21 = L.block(k1, 0, k2, k1), L22 = L.block(k1, k1, k2, k2);
+  View<S> Z1 = Z.topRows(k1), Z2 = Z.bottomRows(k2), C1 = C.topRows(k1), C2 = C.bottomRows(k2);
+  if (opL == Op::N) {  // [C1; C2] += [L11 0; L21 L22] [Z1; Z2]
+    trmmLowerAcc(ops, opL, alpha, L11, Z1, C1, cutoff);
+    ops.gemm(Op::N, Op::N, alpha, L21, Z1, S(1), C2);
+    trmmLowerAcc(ops, opL, alpha, L22, Z2, C2, cutoff);
+  } else {  // [C1; C2] += [L11^T L21^T; 0 L22^T] [Z1; Z2]
+    trmmLowerAcc(ops, opL, alpha, L11, Z1, C1, cutoff);
+    ops.gemm(Op::T, Op::N, alpha, L21, Z2, S(1), C1);
+    trmmLowerAcc(ops, opL, alpha, L22, Z2, C2, cutoff);
+  }
+}
+
 /// B <- (I - W Y^T)^T B = B - Y (W^T B). Y is the m x k unit lower trapezoid stored in `Yp` (Householder vectors below
 /// the diagonal; the diagonal and above are ignored), W is m x k, B is m x c.
 template <class Ops, typename S>
@@ -67,7 +92,7 @@ void applyQtLeft(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
   View<S> Z(scratch, k, c, k), Yt(scratch + k * c, k, k, k);
   ops.gemm(Op::T, Op::N, S(1), W, B, S(0), Z);
   ops.copyUnitLower(Yp.topRows(k), Yt);
-  ops.gemm(Op::N, Op::N, S(-1), Yt, Z, S(1), B.topRows(k));
+  trmmLowerAcc(ops, Op::N, S(-1), Yt, Z, B.topRows(k), kTrmmCutoff);
   if (m > k) ops.gemm(Op::N, Op::N, S(-1), Yp.bottomRows(m - k), Z, S(1), B.bottomRows(m - k));
 }
 
@@ -78,7 +103,12 @@ void applyQLeft(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
   if (k == 0 || c == 0) return;
   View<S> Z(scratch, k, c, k), Yt(scratch + k * c, k, k, k);
   ops.copyUnitLower(Yp.topRows(k), Yt);
-  ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
+  if (k > kTrmmCutoff) {
+    ops.setZero(Z);
+    trmmLowerAcc(ops, Op::T, S(1), Yt, B.topRows(k), Z, kTrmmCutoff);
+  } else {
+    ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
+  }
   if (m > k) ops.gemm(Op::T, Op::N, S(1), Yp.bottomRows(m - k), B.bottomRows(m - k), S(1), Z);
   ops.gemm(Op::N, Op::N, S(-1), W, Z, S(1), B);
 }

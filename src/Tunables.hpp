@@ -12,6 +12,8 @@ constexpr std::ptrdiff_t kHostBlockSize = 32;
 /// switches to GEMMs. Measured on the H100 (2026-11-26, qr_bench --block-size): 64 and 128 within 2%, 256 3-25%
 /// slower, 512 up to 3.8x slower (double 8192^2).
 constexpr std::ptrdiff_t kCudaBlockSize = 64;
+/// Recursive TRMM (Algorithms.hpp trmmLowerAcc): triangles of at most this order are multiplied as full blocks.
+constexpr std::ptrdiff_t kTrmmCutoff = 512;
 /// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;
 

@@ -189,3 +189,24 @@ TEST_CASE("the types match Eigen's HouseholderQR") {
   static_assert(std::is_same<QR63::HCoeffsType, Ref63::HCoeffsType>::value, "fixed HCoeffsType");
   static_assert(std::is_same<QR63::MatrixQType, Ref63::MatrixQType>::value, "fixed MatrixQType");
 }
+
+// The top of the recursion multiplies with a triangle of order > kTrmmCutoff (512) only from ~1024 columns on; the
+// shared suites stop at 1000 x 400. This case runs the recursive TRMM (Algorithms.hpp trmmLowerAcc) in the
+// factorization (Q^T applied to the right half) and in Q * B (householderQ() times a matrix).
+TEST_CASE_TEMPLATE("the recursive TRMM path: factor and Q * B with k > 512", T, float, double) {
+  TCQR_RANDOM_SEED();
+  const Eigen::Index m = 1100, n = 1060;
+  const Mat<T> A = tcqr_test::conditionedMatrix<T>(m, n, tcqr_test::Spectrum::Geometric, 1e3);
+  Eigen::TensorCoreHouseholderQR<Mat<T>> qr;
+  qr.setBackend(Backend::Host).compute(A);
+  const Mat<T> Q = qr.householderQ() * Mat<T>::Identity(m, m);
+  const Mat<T> R = qr.matrixQR().template triangularView<Eigen::Upper>();
+  CHECK(tcqr_test::backwardRatio<T>(A, Q, R) < tcqr_test::kRatioBound);
+  CHECK(tcqr_test::orthogonalityRatio<T>(Q) < tcqr_test::kRatioBound);
+  // Q * B against the product with Eigen's HouseholderSequence of the same reflectors.
+  const Mat<T> B = tcqr_test::uniformMatrix<T>(m, 7);
+  const Mat<T> ours = qr.householderQ() * B;
+  const Mat<T> ref = Eigen::HouseholderSequence<Mat<T>, Eigen::Matrix<T, Eigen::Dynamic, 1>>(
+                         qr.matrixQR(), qr.hCoeffs()) * B;
+  CHECK(tcqr_test::relativeDifference(ours, ref) < 50 * m * tcqr_test::epsOf<T>());
+}

@@ -1,0 +1,263 @@
+// trmm_bench.cpp - the recursive TRMM of TPDS'25 Algorithm 3 (src/Algorithms.hpp trmmLowerAcc) against a full GEMM
+// of the same shape in the same precision mode, and against cublas<S|D>trmm (which has no tensor-core path).
+//
+// C += L Z with L n x n lower triangular (explicit zeros above the diagonal) and Z n x n, device-resident: the
+// operands are generated on the device once, each method is warmed up and timed with CUDA events, the median is
+// reported. The conversion of operands to the mode's format is inside the timed region (it is part of every product
+// the library runs). Error: ||C - C_ref||_F / ||C_ref||_F with C_ref the FP64 product of the same operands (cuBLAS
+// DGEMM). This program links the library's internal headers on purpose: TRMM is not a public entry point.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <Eigen/Dense>
+
+#include "../src/CudaOps.hpp"
+
+#ifndef TCQR_BENCH_COMMIT
+#define TCQR_BENCH_COMMIT "unknown"
+#endif
+
+namespace {
+
+using tcqr::Precision;
+using tcqr::detail::Index;
+using tcqr::detail::Op;
+using tcqr::detail::View;
+
+#define BENCH_CHECK(expr)                                                                   \
+  do {                                                                                      \
+    auto s_ = (expr);                                                                       \
+    if (static_cast<int>(s_) != 0) {                                                        \
+      std::fprintf(stderr, "%s failed (%d) at %s:%d\n", #expr, int(s_), __FILE__, __LINE__); \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+template <class F>
+double timeMs(cudaStream_t s, int warmup, int reps, F&& f) {
+  cudaEvent_t a, b;
+  BENCH_CHECK(cudaEventCreate(&a));
+  BENCH_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    BENCH_CHECK(cudaEventRecord(a, s));
+    f();
+    BENCH_CHECK(cudaEventRecord(b, s));
+    BENCH_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  BENCH_CHECK(cudaEventDestroy(a));
+  BENCH_CHECK(cudaEventDestroy(b));
+  return median(t);
+}
+
+template <typename S>
+struct Trmm;
+template <>
+struct Trmm<float> {
+  static const char* name() { return "float"; }
+  static cublasStatus_t call(cublasHandle_t h, Index n, const float* L, float* Z, float* C) {
+    const float one = 1;
+    return cublasStrmm_64(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n, n, &one, L,
+                          n, Z, n, C, n);
+  }
+};
+template <>
+struct Trmm<double> {
+  static const char* name() { return "double"; }
+  static cublasStatus_t call(cublasHandle_t h, Index n, const double* L, double* Z, double* C) {
+    const double one = 1;
+    return cublasDtrmm_64(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n, n, &one,
+                          L, n, Z, n, C, n);
+  }
+};
+
+struct Options {
+  std::vector<Index> sizes{4096, 8192, 16384};
+  int reps = 7, warmup = 2;
+  Index cutoff = tcqr::detail::kTrmmCutoff;
+  std::string csv = "bench/results/h100-trmm.csv";
+};
+
+/// The operands of one size, in double on the host, and their FP64 product (cuBLAS DGEMM on the device).
+struct Problem {
+  Index n;
+  Eigen::MatrixXd L, Z, ref;
+  double refNorm;
+};
+
+Problem makeProblem(Index n, cublasHandle_t blas) {
+  Problem p{n, Eigen::MatrixXd::Zero(n, n), Eigen::MatrixXd(n, n), Eigen::MatrixXd(n, n), 0};
+  std::mt19937_64 rng(20261126 + n);
+  std::normal_distribution<double> nd;
+  for (Index j = 0; j < n; ++j)
+    for (Index i = j; i < n; ++i) p.L(i, j) = nd(rng) / std::sqrt(double(n));
+  for (Index j = 0; j < n; ++j)
+    for (Index i = 0; i < n; ++i) p.Z(i, j) = nd(rng);
+  const size_t bytes = sizeof(double) * n * n;
+  double *dL, *dZ, *dR;
+  BENCH_CHECK(cudaMalloc(&dL, bytes));
+  BENCH_CHECK(cudaMalloc(&dZ, bytes));
+  BENCH_CHECK(cudaMalloc(&dR, bytes));
+  BENCH_CHECK(cudaMemcpy(dL, p.L.data(), bytes, cudaMemcpyHostToDevice));
+  BENCH_CHECK(cudaMemcpy(dZ, p.Z.data(), bytes, cudaMemcpyHostToDevice));
+  const double one = 1, zero = 0;
+  BENCH_CHECK(cublasDgemm_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, dL, n, dZ, n, &zero, dR, n));
+  BENCH_CHECK(cudaMemcpy(p.ref.data(), dR, bytes, cudaMemcpyDeviceToHost));
+  BENCH_CHECK(cudaFree(dL));
+  BENCH_CHECK(cudaFree(dZ));
+  BENCH_CHECK(cudaFree(dR));
+  p.refNorm = p.ref.norm();
+  return p;
+}
+
+template <typename S>
+void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t blas, cudaStream_t stream,
+         const std::string& card, const std::string& date) {
+  using MatS = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+  const Index n = prob.n;
+  // The operands rounded to S once: the reference is the exact product of what the device sees, to FP64 rounding,
+  // up to that rounding of the double-precision operands (below FP32's unit roundoff relative to the result).
+  const MatS L = prob.L.template cast<S>(), Z = prob.Z.template cast<S>();
+  const size_t bytes = sizeof(S) * n * n;
+  S *dL, *dZ, *dC;
+  BENCH_CHECK(cudaMalloc(&dL, bytes));
+  BENCH_CHECK(cudaMalloc(&dZ, bytes));
+  BENCH_CHECK(cudaMalloc(&dC, bytes));
+  BENCH_CHECK(cudaMemcpy(dL, L.data(), bytes, cudaMemcpyHostToDevice));
+  BENCH_CHECK(cudaMemcpy(dZ, Z.data(), bytes, cudaMemcpyHostToDevice));
+
+  tcqr::detail::ConversionWork conv;
+  conv.buffer.reserve(tcqr::detail::conversionBytes(mode, n, n));
+  tcqr::detail::CudaOps<S> ops{blas, nullptr, nullptr, stream, nullptr, nullptr, nullptr, mode, &conv};
+  View<S> vL(dL, n, n, n), vZ(dZ, n, n, n), vC(dC, n, n, n);
+
+  auto error = [&]() {
+    MatS C(n, n);
+    BENCH_CHECK(cudaMemcpy(C.data(), dC, bytes, cudaMemcpyDeviceToHost));
+    return (C.template cast<double>() - prob.ref).norm() / prob.refNorm;
+  };
+
+  const double flops = double(n) * n * n;  // TRMM: n^3 multiply-adds / 2 * 2
+  auto zeroC = [&] { BENCH_CHECK(cudaMemsetAsync(dC, 0, bytes, stream)); };
+
+  const double tTrmm = timeMs(stream, o.warmup, o.reps, [&] {
+    zeroC();
+    tcqr::detail::trmmLowerAcc(ops, Op::N, S(1), vL, vZ, vC, o.cutoff);
+  });
+  const double eTrmm = error();
+  const double tGemm = timeMs(stream, o.warmup, o.reps, [&] {
+    zeroC();
+    ops.gemm(Op::N, Op::N, S(1), vL, vZ, S(1), vC);
+  });
+  const double eGemm = error();
+  const double tVendor = timeMs(stream, o.warmup, o.reps, [&] {
+    zeroC();
+    BENCH_CHECK(Trmm<S>::call(blas, n, dL, dZ, dC));
+  });
+  const double eVendor = error();
+
+  std::printf("%-6s %-8s %6lld | recursive TRMM %9.3f ms %7.1f TF/s err %.2e | GEMM %9.3f ms err %.2e | x%.2f | "
+              "cublas trmm %9.3f ms err %.2e | x%.2f\n",
+              Trmm<S>::name(), tcqr::precisionName(mode), (long long)n, tTrmm, flops / tTrmm * 1e-9, eTrmm, tGemm,
+              eGemm, tGemm / tTrmm, tVendor, eVendor, tVendor / tTrmm);
+  std::fflush(stdout);
+  if (!o.csv.empty()) {
+    std::ifstream probe(o.csv);
+    const bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
+    probe.close();
+    std::ofstream f(o.csv, std::ios::app);
+    if (fresh)
+      f << "card,date,commit,precision,mode,n,cutoff,trmm_ms,trmm_tflops,trmm_err,gemm_ms,gemm_err,speedup_vs_gemm,"
+           "cublas_trmm_ms,cublas_trmm_err,speedup_vs_cublas_trmm\n";
+    f << card << ',' << date << ',' << TCQR_BENCH_COMMIT << ',' << Trmm<S>::name() << ','
+      << tcqr::precisionName(mode) << ',' << n << ',' << o.cutoff << ',' << tTrmm << ',' << flops / tTrmm * 1e-9
+      << ',' << eTrmm << ',' << tGemm << ',' << eGemm << ',' << tGemm / tTrmm << ',' << tVendor << ',' << eVendor
+      << ',' << tVendor / tTrmm << '\n';
+  }
+  BENCH_CHECK(cudaFree(dL));
+  BENCH_CHECK(cudaFree(dZ));
+  BENCH_CHECK(cudaFree(dC));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "trmm_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--sizes") {
+      o.sizes.clear();
+      std::string v = next();
+      for (size_t p = 0; p < v.size();) {
+        size_t q = v.find(',', p);
+        if (q == std::string::npos) q = v.size();
+        o.sizes.push_back(std::stoll(v.substr(p, q - p)));
+        p = q + 1;
+      }
+    } else if (a == "--reps") {
+      o.reps = std::stoi(next());
+    } else if (a == "--warmup") {
+      o.warmup = std::stoi(next());
+    } else if (a == "--cutoff") {
+      o.cutoff = std::stoll(next());
+    } else if (a == "--csv") {
+      o.csv = next();
+    } else if (a == "--no-csv") {
+      o.csv.clear();
+    } else {
+      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--csv FILE|--no-csv]\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  cudaDeviceProp prop{};
+  BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::string card = prop.name;
+  for (char& c : card)
+    if (c == ',') c = ' ';
+  char date[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
+  std::printf("trmm_bench on %s, %s, commit %s; device-resident, C += L Z with L lower triangular n x n; median of "
+              "%d after %d warm-ups; recursion cutoff %lld\n",
+              card.c_str(), date, TCQR_BENCH_COMMIT, o.reps, o.warmup, (long long)o.cutoff);
+  cudaStream_t stream;
+  BENCH_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t blas;
+  BENCH_CHECK(cublasCreate(&blas));
+  BENCH_CHECK(cublasSetStream(blas, stream));
+  for (Index n : o.sizes) {
+    const Problem prob = makeProblem(n, blas);
+    for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
+      run<float>(o, prob, p, blas, stream, card, date);
+    run<double>(o, prob, Precision::FP64, blas, stream, card, date);
+  }
+  BENCH_CHECK(cublasDestroy(blas));
+  BENCH_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
