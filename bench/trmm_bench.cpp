@@ -95,6 +95,7 @@ struct Options {
   int reps = 7, warmup = 2;
   Index cutoff = tcqr::detail::kTrmmCutoff;
   std::string csv = "bench/results/h100-trmm.csv";
+  std::string commit = TCQR_BENCH_COMMIT;
 };
 
 /// The operands of one size, in double on the host, and their FP64 product (cuBLAS DGEMM on the device).
@@ -121,6 +122,7 @@ Problem makeProblem(Index n, cublasHandle_t blas) {
   BENCH_CHECK(cudaMemcpy(dZ, p.Z.data(), bytes, cudaMemcpyHostToDevice));
   const double one = 1, zero = 0;
   BENCH_CHECK(cublasDgemm_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, dL, n, dZ, n, &zero, dR, n));
+  BENCH_CHECK(cudaDeviceSynchronize());  // the handle's stream is non-blocking: cudaMemcpy would not wait for it
   BENCH_CHECK(cudaMemcpy(p.ref.data(), dR, bytes, cudaMemcpyDeviceToHost));
   BENCH_CHECK(cudaFree(dL));
   BENCH_CHECK(cudaFree(dZ));
@@ -188,7 +190,7 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
     if (fresh)
       f << "card,date,commit,precision,mode,n,cutoff,trmm_ms,trmm_tflops,trmm_err,gemm_ms,gemm_err,speedup_vs_gemm,"
            "cublas_trmm_ms,cublas_trmm_err,speedup_vs_cublas_trmm\n";
-    f << card << ',' << date << ',' << TCQR_BENCH_COMMIT << ',' << Trmm<S>::name() << ','
+    f << card << ',' << date << ',' << o.commit << ',' << Trmm<S>::name() << ','
       << tcqr::precisionName(mode) << ',' << n << ',' << o.cutoff << ',' << tTrmm << ',' << flops / tTrmm * 1e-9
       << ',' << eTrmm << ',' << tGemm << ',' << eGemm << ',' << tGemm / tTrmm << ',' << tVendor << ',' << eVendor
       << ',' << tVendor / tTrmm << '\n';
@@ -228,10 +230,12 @@ int main(int argc, char** argv) {
       o.cutoff = std::stoll(next());
     } else if (a == "--csv") {
       o.csv = next();
+    } else if (a == "--commit") {
+      o.commit = next();
     } else if (a == "--no-csv") {
       o.csv.clear();
     } else {
-      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--csv FILE|--no-csv]\n");
+      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--csv FILE|--no-csv] [--commit STR]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -245,7 +249,7 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
   std::printf("trmm_bench on %s, %s, commit %s; device-resident, C += L Z with L lower triangular n x n; median of "
               "%d after %d warm-ups; recursion cutoff %lld\n",
-              card.c_str(), date, TCQR_BENCH_COMMIT, o.reps, o.warmup, (long long)o.cutoff);
+              card.c_str(), date, o.commit.c_str(), o.reps, o.warmup, (long long)o.cutoff);
   cudaStream_t stream;
   BENCH_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cublasHandle_t blas;

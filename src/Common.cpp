@@ -38,7 +38,7 @@ bool precisionSupported(Precision p, bool isDouble) noexcept {
 
 Precision resolvePrecision(Precision p, bool isDouble) noexcept {
   if (p != Precision::Default) return p;
-  return isDouble ? Precision::FP64 : Precision::TF32x3;
+  return isDouble ? Precision::FP64 : Precision::FP32;
 }
 
 Backend resolveBackend(Backend requested, Index rows, Index cols) noexcept {

@@ -249,7 +249,7 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
     return *this;
   }
 
-  /// Arithmetic of the products inside the next compute() (tcqr::Precision::Default: TF32x3 for float, FP64 for
+  /// Arithmetic of the products inside the next compute() (tcqr::Precision::Default: FP32 for float, FP64 for
   /// double; see tcqr::Precision). Throws tcqr::Error for a mode of the other scalar type (e.g. FP16 for double).
   TensorCoreHouseholderQR& setPrecision(tcqr::Precision precision) {
     if (!tcqr::precisionSupported(precision, std::is_same<Scalar, double>::value))
