@@ -153,21 +153,15 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
 }
 
 // X_tile <- H_0 ... H_{n-1} [C_t; 0]. The columns of the result are independent: each warp keeps its 4 columns in
-// registers and runs all n reflectors on them; the reflectors sit in shared memory, with no barrier inside the loop.
+// registers and runs all n reflectors on them; the reflectors sit in shared memory (V, TR x NC, dynamic), with no
+// barrier inside the loop. On return x holds the tile's rows of Q for the warp's columns; V is still intact.
 template <typename S, int kTileWarps>
-__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileApplyQKernel(S* __restrict__ X, Index ldx, Index m, int n,
-                                                                     Index tiles, const S* __restrict__ tau,
-                                                                     const S* __restrict__ C, Index ldc) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  S* V = reinterpret_cast<S*>(smem);  // TR x n, unit lower trapezoid made explicit
-  __shared__ S sTau[NC];
-  const Index t = blockIdx.x;
-  const Index r0 = tsqrTileBegin(m, tiles, t);
-  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
+__device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index r0, int nr, int n,
+                                                    Index t, const S* __restrict__ tau, const S* __restrict__ C,
+                                                    Index ldc, S* V, S* sTau,
+                                                    S (&x)[NC / kTileWarps][kSlots]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   constexpr int kColsPerWarp = NC / kTileWarps;
-
-  S x[kColsPerWarp][kSlots];
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
@@ -195,17 +189,122 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
       if (warp + kTileWarps * q < n) reflectColumn(vr, x[q], tj);
     }
   }
+}
+
+// The apply step of a level. With out == nullptr the result overwrites the tile in X; otherwise only tile 0 runs
+// (grid of one block) and its first outRows rows go to out (ld ldo): the top rows of Q that ReconstructWY's LU needs
+// before the fused kernel below may run.
+template <typename S, int kTileWarps>
+__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileApplyQKernel(S* __restrict__ X, Index ldx, Index m, int n,
+                                                                     Index tiles, const S* __restrict__ tau,
+                                                                     const S* __restrict__ C, Index ldc,
+                                                                     S* __restrict__ out, Index ldo, int outRows) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  S* V = reinterpret_cast<S*>(smem);  // TR x n, unit lower trapezoid made explicit
+  __shared__ S sTau[NC];
+  const Index t = blockIdx.x;
+  const Index r0 = tsqrTileBegin(m, tiles, t);
+  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kColsPerWarp = NC / kTileWarps;
+
+  S x[kColsPerWarp][kSlots];
+  applyTileReflectors<S, kTileWarps>(X, ldx, r0, nr, n, t, tau, C, ldc, V, sTau, x);
+  S* dst = out ? out : X + r0;
+  const Index ldd = out ? ldo : ldx;
+  const int rowsOut = out ? min(nr, outRows) : nr;
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
-    if (c < n) storeColumn(x[q], X + r0 + c * ldx, nr, lane);
+    if (c < n) storeColumn(x[q], dst + c * ldd, rowsOut, lane);
+  }
+}
+
+// Level 0 of the explicit Q fused with ReconstructWY's row pass: each tile's rows of Q are formed in registers,
+// transposed through shared memory (V's buffer, free once the reflectors are applied), and one thread per row writes
+// the packed factor (Y below the diagonal, S R on and above it in tile 0) and W. This saves writing Q and reading it
+// back (2 m n values). LU, s and T must hold the signed LU of Q's top n x n block and T = U S L^{-T}
+// (tsqrTileApplyQKernel with out = LU, then signedLUKernel). X and A may alias (no __restrict__): a block reads its
+// own tile before the barrier and writes only its own rows after it.
+//
+// Per row i >= n: Y(i,:) = -Q(i,:) U^{-1} by forward substitution in place over the row in shared memory, then
+// W(i,:) = Y(i,:) T (W = Y T as in the geqrf panel). Rows i < n (tile 0): Y(i,:) is row i of the unit lower L.
+// Nothing per row is kept in registers beyond one accumulator, so the kernel keeps the apply kernel's occupancy.
+template <typename S, int kTileWarps>
+__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>))
+    tsqrTileApplyQReconstructKernel(const S* X, Index ldx, Index m, int n, Index tiles,
+                                    const S* __restrict__ tauTiles, const S* __restrict__ C, Index ldc,
+                                    const S* __restrict__ LU, Index ldlu, const S* __restrict__ s,
+                                    const S* __restrict__ T, Index ldt, const S* __restrict__ R, Index ldr, S* A,
+                                    Index lda, S* __restrict__ W, Index ldw, S* __restrict__ tau) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  S* V = reinterpret_cast<S*>(smem);
+  __shared__ S sTau[NC];
+  __shared__ S sL[NC][NC + 1];  // sL[i][k] = L1(i, k): unit lower, zero above the diagonal
+  __shared__ S sU[NC][NC + 1];  // sU[k][j] = U(k, j): upper (identity beyond n)
+  __shared__ S sT[NC][NC + 1];  // sT[k][j] = T(k, j): upper (zero beyond n)
+  __shared__ S sS[NC];
+  const Index t = blockIdx.x;
+  const Index r0 = tsqrTileBegin(m, tiles, t);
+  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kColsPerWarp = NC / kTileWarps;
+
+  for (int idx = threadIdx.x; idx < NC * NC; idx += blockDim.x) {
+    const int r = idx / NC, c = idx % NC;
+    const bool in = r < n && c < n;
+    sL[r][c] = (r == c) ? S(1) : ((in && r > c) ? LU[r + c * ldlu] : S(0));
+    sU[r][c] = (in && r <= c) ? LU[r + c * ldlu] : ((r == c) ? S(1) : S(0));
+    sT[r][c] = (in && r <= c) ? T[r + c * ldt] : S(0);
+  }
+  for (int j = threadIdx.x; j < NC; j += blockDim.x) sS[j] = (j < n) ? s[j] : S(1);
+
+  {
+    S x[kColsPerWarp][kSlots];
+    applyTileReflectors<S, kTileWarps>(X, ldx, r0, nr, n, t, tauTiles, C, ldc, V, sTau, x);
+    __syncthreads();  // every warp is done reading V
+#pragma unroll
+    for (int q = 0; q < kColsPerWarp; ++q) {
+      const int c = warp + kTileWarps * q;
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) V[c * TR + lane + 32 * k] = x[q][k];  // columns c >= n are never read
+    }
+  }
+  __syncthreads();
+  if (t == 0)
+    for (int j = threadIdx.x; j < n; j += blockDim.x) tau[j] = sU[j][j] * sS[j];
+
+  const int r = threadIdx.x;
+  if (r >= nr) return;
+  const Index i = r0 + r;
+  S* y = V + r;  // y[k * TR]: this row of Q, overwritten by this row of Y (consecutive threads, consecutive banks)
+  if (i >= n) {
+    for (int j = 0; j < n; ++j) {
+      S acc = -y[j * TR];
+      for (int k = 0; k < j; ++k) acc -= y[k * TR] * sU[k][j];
+      acc /= sU[j][j];
+      y[j * TR] = acc;
+      A[i + j * lda] = acc;
+    }
+  } else {
+    const int ii = static_cast<int>(i);
+    for (int j = 0; j < n; ++j) {
+      y[j * TR] = sL[ii][j];
+      A[i + j * lda] = (j < ii) ? sL[ii][j] : sS[ii] * R[ii + j * ldr];
+    }
+  }
+  for (int j = 0; j < n; ++j) {
+    S acc = S(0);
+    for (int k = 0; k <= j; ++k) acc += y[k * TR] * sT[k][j];
+    W[i + j * ldw] = acc;
   }
 }
 
 // One block. M = -Q1, then at step k the sign s_k = sign(M_kk) (1 for zero) makes the pivot s_k + M_kk >= 1 in
-// magnitude: the LU of S - Q1 needs no pivoting.
+// magnitude: the LU of S - Q1 needs no pivoting. With T non-null, also T = U S L^{-T}, the upper triangular factor of
+// the compact WY form (Q1 S = I - Y1 T Y1^T with Y1 = L, and (S - Q1) S = L U S), one thread per row of T.
 template <typename S>
-__global__ void signedLUKernel(S* LU, Index ld, int n, S* s) {
+__global__ void signedLUKernel(S* LU, Index ld, int n, S* s, S* T, Index ldt) {
   for (int idx = threadIdx.x; idx < n * n; idx += blockDim.x) {
     const int c = idx / n, i = idx - c * n;
     LU[i + c * ld] = -LU[i + c * ld];
@@ -228,6 +327,16 @@ __global__ void signedLUKernel(S* LU, Index ld, int n, S* s) {
       LU[i + c * ld] -= LU[i + k * ld] * LU[k + c * ld];
     }
     __syncthreads();
+  }
+  if (!T) return;
+  // Row r of T L^T = row r of U S, by back substitution from the last column (L^T is unit upper).
+  for (int r = threadIdx.x; r < n; r += blockDim.x) {
+    for (int j = 0; j < r; ++j) T[r + j * ldt] = S(0);
+    for (int j = n - 1; j >= r; --j) {
+      S acc = LU[r + j * ld] * s[j];
+      for (int k = j + 1; k < n; ++k) acc -= T[r + k * ldt] * LU[k + j * ld];
+      T[r + j * ldt] = acc;
+    }
   }
 }
 
@@ -320,25 +429,48 @@ void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S*
 
 template <typename S>
 void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, S* out, Index ldo, Index outRows) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrTileApplyQ");
   const size_t bytes = sizeof(S) * TR * NC;
-  const unsigned grid = static_cast<unsigned>(tiles);
-  if (manyTiles(tiles)) {
+  const unsigned grid = out ? 1u : static_cast<unsigned>(tiles);
+  const int rowsOut = static_cast<int>(outRows < TR ? outRows : TR);
+  if (!out && manyTiles(tiles)) {
     allowSharedMemory(tsqrTileApplyQKernel<S, 8>, bytes);
-    tsqrTileApplyQKernel<S, 8><<<grid, 8 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C, ldc);
+    tsqrTileApplyQKernel<S, 8><<<grid, 8 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C, ldc,
+                                                                  out, ldo, rowsOut);
   } else {
     allowSharedMemory(tsqrTileApplyQKernel<S, 32>, bytes);
-    tsqrTileApplyQKernel<S, 32><<<grid, 32 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C, ldc);
+    tsqrTileApplyQKernel<S, 32><<<grid, 32 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C,
+                                                                    ldc, out, ldo, rowsOut);
   }
   TCQR_CHECK_LAUNCH("tsqrTileApplyQKernel");
 }
 
 template <typename S>
-void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream) {
+void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tauTiles, const S* C,
+                                   Index ldc, const S* LU, Index ldlu, const S* s, const S* T, Index ldt, const S* R,
+                                   Index ldr, S* A, Index lda, S* W, Index ldw, S* tau, cudaStream_t stream) {
+  if (m <= 0 || n <= 0 || tiles <= 0) return;
+  checkTileShape(m, n, tiles, "launchTsqrApplyQReconstructWY");
+  const size_t bytes = sizeof(S) * TR * NC;
+  const unsigned grid = static_cast<unsigned>(tiles);
+  if (manyTiles(tiles)) {
+    allowSharedMemory(tsqrTileApplyQReconstructKernel<S, 8>, bytes);
+    tsqrTileApplyQReconstructKernel<S, 8><<<grid, 8 * 32, bytes, stream>>>(
+        X, ldx, m, static_cast<int>(n), tiles, tauTiles, C, ldc, LU, ldlu, s, T, ldt, R, ldr, A, lda, W, ldw, tau);
+  } else {
+    allowSharedMemory(tsqrTileApplyQReconstructKernel<S, 32>, bytes);
+    tsqrTileApplyQReconstructKernel<S, 32><<<grid, 32 * 32, bytes, stream>>>(
+        X, ldx, m, static_cast<int>(n), tiles, tauTiles, C, ldc, LU, ldlu, s, T, ldt, R, ldr, A, lda, W, ldw, tau);
+  }
+  TCQR_CHECK_LAUNCH("tsqrTileApplyQReconstructKernel");
+}
+
+template <typename S>
+void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, Index ldt) {
   if (n <= 0) return;
-  signedLUKernel<S><<<1, 256, 0, stream>>>(LU, ld, static_cast<int>(n), s);
+  signedLUKernel<S><<<1, 256, 0, stream>>>(LU, ld, static_cast<int>(n), s, T, ldt);
   TCQR_CHECK_LAUNCH("signedLUKernel");
 }
 
@@ -355,8 +487,12 @@ void launchReconstructWY(const S* Q, Index ldq, Index m, Index n, const S* LU, I
 
 #define TCQR_INSTANTIATE(S)                                                                                        \
   template void launchTsqrTileQR<S>(S*, Index, Index, Index, Index, S*, S*, Index, cudaStream_t);                 \
-  template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t); \
-  template void launchSignedLU<S>(S*, Index, Index, S*, cudaStream_t);                                           \
+  template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t, S*, \
+                                        Index, Index);                                                             \
+  template void launchTsqrApplyQReconstructWY<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index,   \
+                                                 const S*, Index, const S*, const S*, Index, const S*, Index, S*,   \
+                                                 Index, S*, Index, S*, cudaStream_t);                               \
+  template void launchSignedLU<S>(S*, Index, Index, S*, cudaStream_t, S*, Index);                                \
   template void launchReconstructWY<S>(const S*, Index, Index, Index, const S*, Index, const S*, const S*, Index, \
                                        S*, Index, S*, Index, S*, cudaStream_t);
 TCQR_INSTANTIATE(float)

@@ -223,7 +223,18 @@ struct CudaOps {
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
     kernels::launchTsqrTileApplyQ<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, stream);
   }
-  void signedLU(View<S> LU, S* s) { kernels::launchSignedLU<S>(LU.p, LU.ld, LU.rows, s, stream); }
+  void signedLU(View<S> LU, S* s, View<S> T = View<S>()) {
+    kernels::launchSignedLU<S>(LU.p, LU.ld, LU.rows, s, stream, T.p, T.ld);
+  }
+  void tsqrTopRowsQ(View<S> X, Index tiles, const S* tau, View<S> C, View<S> out) {
+    kernels::launchTsqrTileApplyQ<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, stream, out.p, out.ld,
+                                     out.rows);
+  }
+  void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, const S* s,
+                               View<S> T, View<S> R, View<S> A, View<S> W, S* tau) {
+    kernels::launchTsqrApplyQReconstructWY<S>(X.p, X.ld, X.rows, X.cols, tiles, tauTiles, C.p, C.ld, LU.p, LU.ld, s,
+                                              T.p, T.ld, R.p, R.ld, A.p, A.ld, W.p, W.ld, tau, stream);
+  }
   void reconstructWY(View<S> Q, View<S> LU, const S* s, View<S> R, View<S> A, View<S> W, S* tau) {
     kernels::launchReconstructWY<S>(Q.p, Q.ld, Q.rows, Q.cols, LU.p, LU.ld, s, R.p, R.ld, A.p, A.ld, W.p, W.ld, tau,
                                     stream);

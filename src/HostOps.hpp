@@ -227,7 +227,7 @@ struct HostOps {
       V = B;
     }
   }
-  void signedLU(View<S> LU, S* s) {
+  void signedLU(View<S> LU, S* s, View<S> T = View<S>()) {
     auto a = map(LU);
     a = -a;
     const Index n = LU.rows;
@@ -237,6 +237,39 @@ struct HostOps {
       a.col(k).tail(n - k - 1) /= a(k, k);
       a.bottomRightCorner(n - k - 1, n - k - 1).noalias() -= a.col(k).tail(n - k - 1) * a.row(k).tail(n - k - 1);
     }
+    if (T.empty()) return;
+    // T = U S L^{-T}: the T of the compact WY form with Y1 = L (see kernels/tsqr_kernels.cu signedLUKernel).
+    auto t = map(T);
+    Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>> sv(s, n);
+    t = a.template triangularView<Eigen::Upper>().toDenseMatrix() * sv.asDiagonal();
+    a.template triangularView<Eigen::UnitLower>().transpose().template solveInPlace<Eigen::OnTheRight>(t);
+    t.template triangularView<Eigen::StrictlyLower>().setZero();
+  }
+  void tsqrTopRowsQ(View<S> X, Index tiles, const S* tau, View<S> C, View<S> out) {
+    const Index n = X.cols, nr = tileBegin(X.rows, tiles, 1);
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tile = map(X.topRows(nr));
+    View<S> tv(tile.data(), nr, n, nr);
+    tsqrTileApplyQ(tv, 1, tau, C);
+    map(out) = tile.topRows(out.rows);
+  }
+  // Level 0's Q, then Y = -Q2 U^{-1} (rows >= n), L and S R (rows < n), W = Y T: what the fused CUDA kernel computes.
+  void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, const S* s,
+                               View<S> T, View<S> R, View<S> A, View<S> W, S* tau) {
+    const Index m = X.rows, n = X.cols;
+    tsqrTileApplyQ(X, tiles, tauTiles, C);  // X now holds Q (X and A are the same storage in the recursion)
+    auto lu = map(LU);
+    auto a = map(A);
+    if (m > n) {
+      auto y2 = a.bottomRows(m - n);
+      y2 = -map(X).bottomRows(m - n);
+      lu.template triangularView<Eigen::Upper>().template solveInPlace<Eigen::OnTheRight>(y2);
+    }
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < n; ++i) a(i, j) = (i > j) ? lu(i, j) : s[i] * map(R)(i, j);
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> y = a;
+    y.topRows(n) = lu.template triangularView<Eigen::UnitLower>();
+    map(W) = y * map(T).template triangularView<Eigen::Upper>();
+    for (Index j = 0; j < n; ++j) tau[j] = lu(j, j) * s[j];
   }
   void reconstructWY(View<S> Q, View<S> LU, const S* s, View<S> R, View<S> A, View<S> W, S* tau) {
     const Index m = Q.rows, n = Q.cols;

@@ -4,8 +4,8 @@
 //   3. ReconstructWY (Ballard et al.): signed LU of the top n x n block of Q, then one pass over the rows giving the
 //      Householder vectors Y, W = Y T and tau, and R with LAPACK's signs - exactly what the recursion consumes.
 // Ops must additionally provide:
-//   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileApplyQ(X, tiles, tau, C), signedLU(LU, s),
-//   reconstructWY(Q, LU, s, R, A, W, tau), copy(src, dst), setIdentity(A)
+//   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileApplyQ(X, tiles, tau, C), tsqrTopRowsQ(X, tiles, tau, C, out),
+//   signedLU(LU, s, T), tsqrApplyQReconstructWY(X, tiles, tau, C, LU, s, T, R, A, W, tauOut), setIdentity(A)
 #pragma once
 
 #include <algorithm>
@@ -19,7 +19,7 @@ namespace detail {
 inline Index tsqrTileCount(Index m) { return (m + kTsqrTileRows - 1) / kTsqrTileRows; }
 
 /// Scratch (in scalars) used by tsqrPanel for an m x n panel: per level the stacked R's and tau, then the final R,
-/// an identity, the LU block and the signs.
+/// an identity, the LU block, T and the signs.
 inline Index tsqrScratchSize(Index m, Index n) {
   Index total = 0, rows = m;
   for (;;) {
@@ -29,7 +29,7 @@ inline Index tsqrScratchSize(Index m, Index n) {
     total += tiles * n * n;  // stacked R
     rows = tiles * n;
   }
-  return total + 3 * n * n + n;
+  return total + 4 * n * n + n;
 }
 
 /// True when the TSQR panel factors an m x n panel: at most kTsqrMaxCols columns (the tile kernel's width) and
@@ -71,20 +71,22 @@ void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch) {
     X = next;
   }
 
-  View<S> C(p, n, n, n);  // 2. explicit Q, from the top level down; A ends up holding Q
+  View<S> C(p, n, n, n);  // 2. explicit Q, from the top level down to level 1
   p += n * n;
   ops.setIdentity(C);
-  for (int l = levels - 1; l >= 0; --l) {
+  for (int l = levels - 1; l >= 1; --l) {
     ops.tsqrTileApplyQ(levelX[l], levelTiles[l], levelTau[l], C);
     C = levelX[l];
   }
 
-  View<S> LU(p, n, n, n);  // 3. ReconstructWY
-  p += n * n;
+  // 3. ReconstructWY. The signed LU needs the top n x n block of Q first; then level 0's Q is formed tile by tile and
+  // turned into Y, W and tau in the same pass, never stored (A, which holds level 0's reflectors, receives Y).
+  View<S> LU(p, n, n, n), T(p + n * n, n, n, n);
+  p += 2 * n * n;
   S* s = p;
-  ops.copy(A.topRows(n), LU);
-  ops.signedLU(LU, s);
-  ops.reconstructWY(A, LU, s, R, A, W, tau);
+  ops.tsqrTopRowsQ(levelX[0], levelTiles[0], levelTau[0], C, LU);
+  ops.signedLU(LU, s, T);
+  ops.tsqrApplyQReconstructWY(levelX[0], levelTiles[0], levelTau[0], C, LU, s, T, R, A, W, tau);
 }
 
 }  // namespace detail

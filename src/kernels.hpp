@@ -46,15 +46,27 @@ void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S*
 
 /// The transpose step of a level: each tile of X (holding reflectors from launchTsqrTileQR) is overwritten with
 /// H_0 ... H_{n-1} [C_t; 0], where C_t are rows [t*n, t*n + n) of C (ldc). The result is this level's explicit Q.
+/// With `out` non-null only tile 0 runs, X is left unchanged, and the first outRows (<= 256) rows of its result go to
+/// out (leading dimension ldo): the top rows of the level's Q.
 template <typename S>
 void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
-                          cudaStream_t stream);
+                          cudaStream_t stream, S* out = nullptr, Index ldo = 0, Index outRows = 0);
+
+/// launchTsqrTileApplyQ for the last level (level 0) fused with launchReconstructWY: the explicit Q is formed tile by
+/// tile in registers and never stored; A (may alias X: each block reads its tile before writing the same rows), W and
+/// tau receive what launchReconstructWY writes, W computed as Y T. LU, s and T come from launchSignedLU on Q's top
+/// n x n block (formed by launchTsqrTileApplyQ with out = LU).
+template <typename S>
+void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tauTiles, const S* C,
+                                   Index ldc, const S* LU, Index ldlu, const S* s, const S* T, Index ldt, const S* R,
+                                   Index ldr, S* A, Index lda, S* W, Index ldw, S* tau, cudaStream_t stream);
 
 /// ReconstructWY, step 1 (Ballard et al.): LU without pivoting of S - Q1 for the n x n top block Q1 of an explicit
 /// Q, choosing s_i = -sign(pivot) on the fly so that every pivot has magnitude >= 1. In place: LU holds Q1 on entry,
 /// L (unit, strictly lower) and U on exit; s receives the signs.
+/// With T non-null, also T (n x n, ldt) = U S L^{-T}, the upper triangular T of the compact WY form (zero below).
 template <typename S>
-void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream);
+void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T = nullptr, Index ldt = 0);
 
 /// ReconstructWY, step 2, one pass over the rows of Q (m x n): with Q S_n = I - Y T Y1^T,
 ///   rows i >= n: Y(i,:) = -Q(i,:) U^{-1};  all rows: W(i,:) = (I(i,:) - Q(i,:) S_n) Y1^{-T},
