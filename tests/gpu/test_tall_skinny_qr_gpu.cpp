@@ -104,8 +104,9 @@ TEST_SUITE("gpu") {
         host.setBackend(Backend::Cuda).compute(A, what);
         CHECK(dev.activeBackend() == Backend::Cuda);
         CHECK(dev.info() == Eigen::Success);
-        // Same data, same kernels: the device-input and host-input paths agree to rounding.
-        const double tol = 10 * epsOf<Scalar>();
+        // Same data, same kernels: the device-input and host-input paths agree to rounding (cuBLAS may pick a
+        // different GEMM algorithm per handle/stream, so not necessarily bit for bit).
+        const double tol = 100 * epsOf<Scalar>();
         CHECK(relativeDifference(dev.matrixR(), host.matrixR()) <= tol);
         // Device pointers hold what the accessors return.
         dev.synchronize();
