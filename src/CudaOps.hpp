@@ -147,8 +147,8 @@ struct CudaOps {
   DeviceBuffer<char>* work;
   std::vector<char>* hostWork;
   int* dInfo;
-  Precision mode;              ///< arithmetic of gemm(); gemmExact() always runs in S
-  ConversionWork* conversion;  ///< operand copies of the tensor-core modes (null for FP32/FP64)
+  Precision mode = Precision::Default;  ///< arithmetic of gemm() (Default: S); gemmExact() always runs in S
+  ConversionWork* conversion = nullptr;  ///< operand copies of the tensor-core modes (null for FP32/FP64)
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;

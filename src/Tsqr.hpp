@@ -3,6 +3,8 @@
 //   2. explicit thin Q, top-down: each level's tiles apply their reflectors to their block of the level above;
 //   3. ReconstructWY (Ballard et al.): signed LU of the top n x n block of Q, then one pass over the rows giving the
 //      Householder vectors Y, W = Y T and tau, and R with LAPACK's signs - exactly what the recursion consumes.
+// The stages are separate functions so that the standalone tall-skinny QR (TallSkinny.hpp) can stop after the tree
+// (R only) or after the explicit Q (thin Q); tsqrPanel chains all three for the recursion.
 // Ops must additionally provide:
 //   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileApplyQ(X, tiles, tau, C), tsqrTopRowsQ(X, tiles, tau, C, out),
 //   signedLU(LU, s, T), tsqrApplyQReconstructWY(X, tiles, tau, C, LU, s, T, R, A, W, tauOut), setIdentity(A)
@@ -18,9 +20,8 @@ namespace detail {
 
 inline Index tsqrTileCount(Index m) { return (m + kTsqrTileRows - 1) / kTsqrTileRows; }
 
-/// Scratch (in scalars) used by tsqrPanel for an m x n panel: per level the stacked R's and tau, then the final R,
-/// an identity, the LU block, T and the signs.
-inline Index tsqrScratchSize(Index m, Index n) {
+/// Scratch (in scalars) of tsqrTree for an m x n panel: per level the stacked R's and tau, then the final R.
+inline Index tsqrTreeScratchSize(Index m, Index n) {
   Index total = 0, rows = m;
   for (;;) {
     const Index tiles = tsqrTileCount(rows);
@@ -29,8 +30,11 @@ inline Index tsqrScratchSize(Index m, Index n) {
     total += tiles * n * n;  // stacked R
     rows = tiles * n;
   }
-  return total + 4 * n * n + n;
+  return total + n * n;
 }
+
+/// Scratch (in scalars) used by tsqrPanel for an m x n panel: the tree, then an identity, the LU block, T and the signs.
+inline Index tsqrScratchSize(Index m, Index n) { return tsqrTreeScratchSize(m, n) + 3 * n * n + n; }
 
 /// True when the TSQR panel factors an m x n panel: at most kTsqrMaxCols columns (the tile kernel's width) and
 /// strictly tall. For m == n Householder QR's last step has an empty tail and is the identity (tau = 0, as in
@@ -38,31 +42,40 @@ inline Index tsqrScratchSize(Index m, Index n) {
 /// square matrix) go to geqrfPanel so that matrixQR()/hCoeffs() keep Eigen's values.
 inline bool tsqrApplicable(Index m, Index n) { return n >= 1 && n <= kTsqrMaxCols && m > n; }
 
-/// QR of the panel A (m x n, m >= n, n <= kTsqrMaxCols) by TSQR + ReconstructWY. On exit A, tau and W are what
-/// geqrfPanel + formPanelW produce: the packed factor in Eigen/LAPACK layout, the coefficients, and W = Y T.
-template <class Ops, typename S>
-void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch) {
-  const Index n = A.cols;
-  constexpr int kMaxLevels = 64;
-  View<S> levelX[kMaxLevels];
-  Index levelTiles[kMaxLevels];
-  S* levelTau[kMaxLevels];
+/// The levels of a factored TSQR tree. Level l's tiles hold their reflectors in X[l] (level 0 is the panel itself,
+/// level l > 0 the stacked R's of level l - 1) with coefficients tau[l]; R is the top tile's R (the tiles' signs,
+/// zeros below the diagonal). `end` is the first scratch scalar the tree does not use.
+template <typename S>
+struct TsqrTree {
+  static constexpr int kMaxLevels = 64;
+  View<S> X[kMaxLevels];
+  Index tiles[kMaxLevels] = {};
+  S* tau[kMaxLevels] = {};
   int levels = 0;
+  View<S> R;
+  S* end = nullptr;
+};
 
+/// Stage 1: the tree. A (m x n, tsqrApplicable) is overwritten by the level-0 reflectors; uses
+/// tsqrTreeScratchSize(m, n) scalars at scratch.
+template <class Ops, typename S>
+TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch) {
+  const Index n = A.cols;
+  TsqrTree<S> t;
   S* p = scratch;
-  View<S> X = A, R;
-  for (;;) {  // 1. the tree
+  View<S> X = A;
+  for (;;) {
     const Index tiles = tsqrTileCount(X.rows);
     S* tauL = p;
     p += tiles * n;
-    levelX[levels] = X;
-    levelTiles[levels] = tiles;
-    levelTau[levels] = tauL;
-    ++levels;
+    t.X[t.levels] = X;
+    t.tiles[t.levels] = tiles;
+    t.tau[t.levels] = tauL;
+    ++t.levels;
     if (tiles == 1) {
-      R = View<S>(p, n, n, n);
+      t.R = View<S>(p, n, n, n);
       p += n * n;
-      ops.tsqrTileQR(X, tiles, tauL, R);
+      ops.tsqrTileQR(X, tiles, tauL, t.R);
       break;
     }
     View<S> next(p, tiles * n, n, tiles * n);
@@ -70,13 +83,55 @@ void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch) {
     ops.tsqrTileQR(X, tiles, tauL, next);
     X = next;
   }
+  t.end = p;
+  return t;
+}
+
+/// Stage 2: the explicit thin Q, top-down. Level 0 (the panel A) ends up holding Q_tree C, where C (n x n) is the
+/// input of the top level (the identity for Q itself). Overwrites every level's reflectors; C may be overwritten.
+template <class Ops, typename S>
+void tsqrExplicitQ(Ops& ops, const TsqrTree<S>& t, View<S> C) {
+  for (int l = t.levels - 1; l >= 0; --l) {
+    ops.tsqrTileApplyQ(t.X[l], t.tiles[l], t.tau[l], C);
+    C = t.X[l];
+  }
+}
+
+/// Scratch (in scalars) of tsqrTopBlockQ: two copies of a tile.
+inline Index tsqrTopBlockScratchSize(Index n) { return 2 * kTsqrTileRows * n; }
+
+/// Q1, the top n x n block of the tree's explicit Q, written to Q1 (n x n), without forming the rest: only tile 0 of
+/// each level contributes to the top rows, so each level applies its tile 0 to a copy of that tile (the tree is left
+/// intact for tsqrExplicitQ). C (n x n) is scratch; `tiles` holds tsqrTopBlockScratchSize(n) scalars.
+template <class Ops, typename S>
+void tsqrTopBlockQ(Ops& ops, const TsqrTree<S>& t, View<S> C, S* tiles, View<S> Q1) {
+  const Index n = t.R.cols;
+  ops.setIdentity(C);
+  View<S> above = C;
+  for (int l = t.levels - 1; l >= 0; --l) {
+    const Index rows0 = t.X[l].rows / t.tiles[l];  // tile 0: rows [0, rows / tiles), at least n of them
+    View<S> tile(tiles + (l % 2) * kTsqrTileRows * n, rows0, n, rows0);
+    ops.copy(t.X[l].topRows(rows0), tile);
+    ops.tsqrTileApplyQ(tile, 1, t.tau[l], above);
+    above = tile.topRows(n);
+  }
+  ops.copy(above, Q1);
+}
+
+/// QR of the panel A (m x n, m >= n, n <= kTsqrMaxCols) by TSQR + ReconstructWY. On exit A, tau and W are what
+/// geqrfPanel + formPanelW produce: the packed factor in Eigen/LAPACK layout, the coefficients, and W = Y T.
+template <class Ops, typename S>
+void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch) {
+  const Index n = A.cols;
+  const TsqrTree<S> t = tsqrTree(ops, A, scratch);  // 1. the tree
+  S* p = t.end;
 
   View<S> C(p, n, n, n);  // 2. explicit Q, from the top level down to level 1
   p += n * n;
   ops.setIdentity(C);
-  for (int l = levels - 1; l >= 1; --l) {
-    ops.tsqrTileApplyQ(levelX[l], levelTiles[l], levelTau[l], C);
-    C = levelX[l];
+  for (int l = t.levels - 1; l >= 1; --l) {
+    ops.tsqrTileApplyQ(t.X[l], t.tiles[l], t.tau[l], C);
+    C = t.X[l];
   }
 
   // 3. ReconstructWY. The signed LU needs the top n x n block of Q first; then level 0's Q is formed tile by tile and
@@ -84,9 +139,9 @@ void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch) {
   View<S> LU(p, n, n, n), T(p + n * n, n, n, n);
   p += 2 * n * n;
   S* s = p;
-  ops.tsqrTopRowsQ(levelX[0], levelTiles[0], levelTau[0], C, LU);
+  ops.tsqrTopRowsQ(t.X[0], t.tiles[0], t.tau[0], C, LU);
   ops.signedLU(LU, s, T);
-  ops.tsqrApplyQReconstructWY(levelX[0], levelTiles[0], levelTau[0], C, LU, s, T, R, A, W, tau);
+  ops.tsqrApplyQReconstructWY(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T, t.R, A, W, tau);
 }
 
 }  // namespace detail

@@ -9,5 +9,6 @@
 #include "Error.h"
 #include "TensorCoreHouseholderQ.h"
 #include "TensorCoreHouseholderQR.h"
+#include "TallSkinnyQR.h"
 
 #endif  // TCQR_TENSORCOREQR_H

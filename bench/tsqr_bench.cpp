@@ -1,0 +1,547 @@
+// tsqr_bench.cpp - Eigen::TensorCoreTallSkinnyQR against cuSOLVER on tall-skinny matrices, device-resident.
+//
+// For each shape and precision, one random matrix (cuRAND, N(0,1)) in GPU memory; in the same process, on one stream:
+//   thinq:  ours computeOnDevice(dA, m, n, m, stream, tcqr::ComputeThinQ)
+//           vs cusolverDn<S|D>geqrf followed by cusolverDn<S|D>orgqr (timed together);
+//   r_only: ours computeOnDevice(dA, m, n, m, stream, tcqr::ComputeR) vs cusolverDn<S|D>geqrf alone.
+// Ours includes its device-to-device copy of the input and its NaN/Inf scan; cuSOLVER works in place on a copy of
+// the input restored (untimed) before every run; cuSOLVER's workspace is allocated once, outside the timing.
+// CUDA events on the stream, warm-up runs, median of the timed runs.
+//
+// Errors, on the device, in double, over the whole matrices (no subsampling): Q, R and A widened to double,
+// ||A - Q R||_F / (||A||_F m eps) and ||I - Q^T Q||_F / (m eps) with FP64 cuBLAS GEMMs and double-accumulated
+// norms, eps = machine epsilon of the working precision; for ours from the thin-Q run (deviceThinQ, deviceR), for
+// cuSOLVER from geqrf's R and orgqr's Q. For the r_only row: ||R_ours - R_cusolver||_F / ||R_cusolver||_F (both
+// follow LAPACK's signs). GB/s of the R-only path: m n sizeof(S) (one read of A) / time.
+//
+// Run `tsqr_bench --help` for the options.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <curand.h>
+#include <cusolverDn.h>
+
+#include <Eigen/Dense>
+#include <Eigen/TensorCoreQR>
+
+#include "qr_bench_kernels.hpp"
+
+#ifndef TCQR_BENCH_COMMIT
+#define TCQR_BENCH_COMMIT "unknown"
+#endif
+
+namespace {
+
+using i64 = std::int64_t;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct BenchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void fail(const char* call, const std::string& status, int line) {
+  throw BenchError(std::string(call) + " failed: " + status + " [tsqr_bench.cpp:" + std::to_string(line) + "]");
+}
+void check(cudaError_t s, const char* call, int line) {
+  if (s != cudaSuccess) {
+    cudaGetLastError();
+    fail(call, cudaGetErrorName(s), line);
+  }
+}
+void check(cublasStatus_t s, const char* call, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail(call, cublasGetStatusName(s), line);
+}
+void check(cusolverStatus_t s, const char* call, int line) {
+  if (s != CUSOLVER_STATUS_SUCCESS) fail(call, "cusolverStatus " + std::to_string(int(s)), line);
+}
+void check(curandStatus_t s, const char* call, int line) {
+  if (s != CURAND_STATUS_SUCCESS) fail(call, "curandStatus " + std::to_string(int(s)), line);
+}
+#define CHECK(expr) check((expr), #expr, __LINE__)
+
+template <typename T>
+class DevBuf {
+ public:
+  explicit DevBuf(i64 count) { CHECK(cudaMalloc(&m_p, sizeof(T) * static_cast<size_t>(std::max<i64>(count, 1)))); }
+  ~DevBuf() { cudaFree(m_p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  T* get() const { return m_p; }
+
+ private:
+  T* m_p = nullptr;
+};
+
+struct Handles {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cusolverDnHandle_t solver = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  Handles() {
+    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CHECK(cublasCreate(&blas));
+    CHECK(cublasSetStream(blas, stream));
+    CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));  // FP64 error products, no emulation
+    CHECK(cusolverDnCreate(&solver));
+    CHECK(cusolverDnSetStream(solver, stream));
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+  }
+  ~Handles() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cusolverDnDestroy(solver);
+    cublasDestroy(blas);
+    cudaStreamDestroy(stream);
+  }
+};
+
+template <typename S>
+struct Vendor;
+template <>
+struct Vendor<float> {
+  static constexpr const char* name = "float";
+  static constexpr const char* geqrfName = "cusolverDnSgeqrf";
+  static constexpr const char* orgqrName = "cusolverDnSorgqr";
+  static cusolverStatus_t geqrfBufferSize(cusolverDnHandle_t h, int m, int n, float* A, int lda, int* lwork) {
+    return cusolverDnSgeqrf_bufferSize(h, m, n, A, lda, lwork);
+  }
+  static cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, float* A, int lda, float* tau, float* work,
+                                int lwork, int* info) {
+    return cusolverDnSgeqrf(h, m, n, A, lda, tau, work, lwork, info);
+  }
+  static cusolverStatus_t orgqrBufferSize(cusolverDnHandle_t h, int m, int n, int k, const float* A, int lda,
+                                          const float* tau, int* lwork) {
+    return cusolverDnSorgqr_bufferSize(h, m, n, k, A, lda, tau, lwork);
+  }
+  static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, float* A, int lda, const float* tau,
+                                float* work, int lwork, int* info) {
+    return cusolverDnSorgqr(h, m, n, k, A, lda, tau, work, lwork, info);
+  }
+  static curandStatus_t normal(curandGenerator_t g, float* p, size_t count) {
+    return curandGenerateNormal(g, p, count, 0.0f, 1.0f);
+  }
+};
+template <>
+struct Vendor<double> {
+  static constexpr const char* name = "double";
+  static constexpr const char* geqrfName = "cusolverDnDgeqrf";
+  static constexpr const char* orgqrName = "cusolverDnDorgqr";
+  static cusolverStatus_t geqrfBufferSize(cusolverDnHandle_t h, int m, int n, double* A, int lda, int* lwork) {
+    return cusolverDnDgeqrf_bufferSize(h, m, n, A, lda, lwork);
+  }
+  static cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, double* A, int lda, double* tau, double* work,
+                                int lwork, int* info) {
+    return cusolverDnDgeqrf(h, m, n, A, lda, tau, work, lwork, info);
+  }
+  static cusolverStatus_t orgqrBufferSize(cusolverDnHandle_t h, int m, int n, int k, const double* A, int lda,
+                                          const double* tau, int* lwork) {
+    return cusolverDnDorgqr_bufferSize(h, m, n, k, A, lda, tau, lwork);
+  }
+  static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, double* A, int lda, const double* tau,
+                                double* work, int lwork, int* info) {
+    return cusolverDnDorgqr(h, m, n, k, A, lda, tau, work, lwork, info);
+  }
+  static curandStatus_t normal(curandGenerator_t g, double* p, size_t count) {
+    return curandGenerateNormalDouble(g, p, count, 0.0, 1.0);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Options
+
+struct Shape {
+  bool isDouble = false;
+  i64 m = 0, n = 0;
+};
+
+struct Options {
+  std::vector<Shape> shapes;
+  int reps = 7, warmup = 2;
+  bool errors = true;
+  std::string csv;  // empty: no CSV
+  std::string commit = TCQR_BENCH_COMMIT;
+  unsigned long long seed = 1234;
+};
+
+const char* kDefaultShapes = "f2097152x128,f8388608x32,f1048576x64,d2097152x128,d8388608x32";
+const char* kQuickShapes = "f262144x128,f1048576x32,d262144x32";
+
+std::vector<Shape> parseShapes(const std::string& list) {
+  std::vector<Shape> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    Shape s;
+    if (item[0] != 'f' && item[0] != 'd') throw std::invalid_argument("shape '" + item + "': start with f or d");
+    s.isDouble = item[0] == 'd';
+    const size_t x = item.find('x');
+    if (x == std::string::npos) throw std::invalid_argument("shape '" + item + "': expected [f|d]MxN");
+    s.m = std::stoll(item.substr(1, x - 1));
+    s.n = std::stoll(item.substr(x + 1));
+    if (s.m < s.n || s.n < 1) throw std::invalid_argument("shape '" + item + "': need m >= n >= 1");
+    out.push_back(s);
+  }
+  return out;
+}
+
+void usage(const char* argv0) {
+  std::printf(
+      "usage: %s [options]\n"
+      "  --shapes LIST  comma-separated [f|d]MxN (f = float, d = double); default %s\n"
+      "  --quick        small shapes (%s), 3 reps, 1 warm-up (smoke test)\n"
+      "  --reps N       timed runs per method (median reported; default 7)\n"
+      "  --warmup N     untimed runs before them (default 2)\n"
+      "  --no-errors    skip the error measurement\n"
+      "  --csv FILE     append one row per measurement to FILE (header written if new)\n"
+      "  --commit STR   commit recorded in the CSV (default: git short hash at configure time: %s)\n"
+      "  --seed N       cuRAND seed (default 1234)\n",
+      argv0, kDefaultShapes, kQuickShapes, TCQR_BENCH_COMMIT);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  std::string shapes = kDefaultShapes;
+  bool quick = false, repsSet = false, warmupSet = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage(argv[0]);
+      std::exit(0);
+    } else if (a == "--shapes") {
+      shapes = value();
+    } else if (a == "--quick") {
+      quick = true;
+    } else if (a == "--reps") {
+      o.reps = std::stoi(value());
+      repsSet = true;
+    } else if (a == "--warmup") {
+      o.warmup = std::stoi(value());
+      warmupSet = true;
+    } else if (a == "--no-errors") {
+      o.errors = false;
+    } else if (a == "--csv") {
+      o.csv = value();
+    } else if (a == "--commit") {
+      o.commit = value();
+    } else if (a == "--seed") {
+      o.seed = std::stoull(value());
+    } else {
+      throw std::invalid_argument("unknown option " + a + " (see --help)");
+    }
+  }
+  if (quick) {
+    if (shapes == kDefaultShapes) shapes = kQuickShapes;
+    if (!repsSet) o.reps = 3;
+    if (!warmupSet) o.warmup = 1;
+  }
+  if (o.reps < 1 || o.warmup < 0) throw std::invalid_argument("--reps must be >= 1 and --warmup >= 0");
+  o.shapes = parseShapes(shapes);
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Rows, CSV
+
+struct Row {
+  std::string op, precision;
+  i64 m = 0, n = 0;
+  double oursMs = kNaN, baseMs = kNaN;
+  std::string baseline;
+  double bwd = kNaN, orth = kNaN, baseBwd = kNaN, baseOrth = kNaN, rDiff = kNaN, gbps = kNaN;
+  std::string notes;
+};
+
+std::string fmt(double v, const char* f) {
+  if (std::isnan(v)) return "nan";
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string csvField(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (s.find_first_of(",\"") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+const char* kCsvHeader =
+    "card,date,commit,op,precision,m,n,ours_ms,baseline,baseline_ms,speedup,backward_err,orth_err,"
+    "baseline_backward_err,baseline_orth_err,r_rel_diff,ours_gbps,notes";
+
+void appendCsv(const Options& o, const std::string& card, const std::string& date, const Row& r) {
+  if (o.csv.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(o.csv);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  const bool fresh = !fs::exists(p, ec) || fs::file_size(p, ec) == 0;
+  std::ofstream f(o.csv, std::ios::app);
+  if (!f) {
+    std::fprintf(stderr, "tsqr_bench: cannot open %s for appending; row not saved\n", o.csv.c_str());
+    return;
+  }
+  if (fresh) f << kCsvHeader << "\n";
+  f << csvField(card) << ',' << date << ',' << csvField(o.commit) << ',' << r.op << ',' << r.precision << ',' << r.m
+    << ',' << r.n << ',' << fmt(r.oursMs, "%.4f") << ',' << csvField(r.baseline) << ',' << fmt(r.baseMs, "%.4f")
+    << ',' << fmt(r.baseMs / r.oursMs, "%.4f") << ',' << fmt(r.bwd, "%.3e") << ',' << fmt(r.orth, "%.3e") << ','
+    << fmt(r.baseBwd, "%.3e") << ',' << fmt(r.baseOrth, "%.3e") << ',' << fmt(r.rDiff, "%.3e") << ','
+    << fmt(r.gbps, "%.1f") << ',' << csvField(r.notes) << "\n";
+}
+
+void printRow(const Row& r) {
+  std::printf("%-7s %-6s %9lld %4lld | %9s ms %9s ms %-28s | %7sx | bwd %9s / %9s | orth %9s / %9s | R diff %9s | %7s GB/s%s%s\n",
+              r.op.c_str(), r.precision.c_str(), (long long)r.m, (long long)r.n, fmt(r.oursMs, "%.3f").c_str(),
+              fmt(r.baseMs, "%.3f").c_str(), r.baseline.c_str(), fmt(r.baseMs / r.oursMs, "%.2f").c_str(),
+              fmt(r.bwd, "%.2e").c_str(), fmt(r.baseBwd, "%.2e").c_str(), fmt(r.orth, "%.2e").c_str(),
+              fmt(r.baseOrth, "%.2e").c_str(), fmt(r.rDiff, "%.2e").c_str(), fmt(r.gbps, "%.0f").c_str(),
+              r.notes.empty() ? "" : "  ", r.notes.c_str());
+  std::fflush(stdout);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t k = v.size() / 2;
+  return v.size() % 2 ? v[k] : 0.5 * (v[k - 1] + v[k]);
+}
+
+std::string utcDate() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+/// prep (untimed) then run between two events on the idle stream; returns the median of the timed runs in ms.
+template <class Prep, class Run>
+double timeOnStream(Handles& h, const Options& o, Prep&& prep, Run&& run) {
+  std::vector<double> ms;
+  for (int i = 0; i < o.warmup + o.reps; ++i) {
+    prep();
+    CHECK(cudaStreamSynchronize(h.stream));
+    CHECK(cudaEventRecord(h.start, h.stream));
+    run();
+    CHECK(cudaEventRecord(h.stop, h.stream));
+    CHECK(cudaEventSynchronize(h.stop));
+    float t = 0.f;
+    CHECK(cudaEventElapsedTime(&t, h.start, h.stop));
+    if (i >= o.warmup) ms.push_back(double(t));
+  }
+  return median(ms);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Errors on the device, in double.
+
+double frobenius(Handles& h, const double* A, i64 lda, i64 m, i64 n, bool minusIdentity, double* dAcc) {
+  CHECK(cudaMemsetAsync(dAcc, 0, sizeof(double), h.stream));
+  CHECK(qrbench::accumulateSquares(A, lda, m, n, minusIdentity, dAcc, h.stream));
+  double s = 0;
+  CHECK(cudaMemcpyAsync(&s, dAcc, sizeof(double), cudaMemcpyDeviceToHost, h.stream));
+  CHECK(cudaStreamSynchronize(h.stream));
+  return std::sqrt(s);
+}
+
+/// ||A - Q R||_F / (||A||_F m eps) and ||I - Q^T Q||_F / (m eps) for Q (m x n, ld m) and R (n x n, ld ldr, upper
+/// triangle used).
+template <typename S>
+void qrErrors(Handles& h, const S* dA, const S* dQ, const S* dR, i64 ldr, i64 m, i64 n, double& bwd, double& orth) {
+  const double eps = std::numeric_limits<S>::epsilon();
+  DevBuf<double> Ad(m * n), Qd(m * n), Rd(n * n), G(n * n), acc(1);
+  CHECK(qrbench::convertToDouble(dA, m, Ad.get(), m, m, n, false, h.stream));
+  CHECK(qrbench::convertToDouble(dQ, m, Qd.get(), m, m, n, false, h.stream));
+  CHECK(qrbench::convertToDouble(dR, ldr, Rd.get(), n, n, n, true, h.stream));
+  const double normA = frobenius(h, Ad.get(), m, m, n, false, acc.get());
+  const double one = 1, minusOne = -1, zero = 0;
+  CHECK(cublasDgemm_64(h.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, n, &minusOne, Qd.get(), m, Rd.get(), n, &one, Ad.get(),
+                       m));  // Ad <- A - Q R
+  bwd = frobenius(h, Ad.get(), m, m, n, false, acc.get()) / (normA * double(m) * eps);
+  CHECK(cublasDgemm_64(h.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, m, &one, Qd.get(), m, Qd.get(), m, &zero, G.get(), n));
+  orth = frobenius(h, G.get(), n, n, n, true, acc.get()) / (double(m) * eps);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One shape: both rows.
+
+template <typename S>
+void benchShape(Handles& h, const Options& o, const Shape& sh, const std::string& card, const std::string& date) {
+  using V = Vendor<S>;
+  const i64 m = sh.m, n = sh.n;
+  Row thin, ronly;
+  thin.op = "thinq";
+  ronly.op = "r_only";
+  thin.precision = ronly.precision = V::name;
+  thin.m = ronly.m = m;
+  thin.n = ronly.n = n;
+  thin.baseline = std::string(V::geqrfName) + "+" + V::orgqrName;
+  ronly.baseline = V::geqrfName;
+  const std::string repNote = "reps=" + std::to_string(o.reps) + " warmup=" + std::to_string(o.warmup);
+  thin.notes = ronly.notes = repNote;
+
+  if (m > INT_MAX || n > INT_MAX) {
+    thin.notes = ronly.notes = "skipped: cuSOLVER's 32-bit geqrf/orgqr API cannot take this shape";
+    printRow(thin);
+    printRow(ronly);
+    appendCsv(o, card, date, thin);
+    appendCsv(o, card, date, ronly);
+    return;
+  }
+  const int mi = int(m), ni = int(n);
+
+  DevBuf<S> dA(m * n), dWork(m * n), dTau(n);
+  DevBuf<int> dInfo(1);
+  {
+    curandGenerator_t gen = nullptr;
+    CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_DEFAULT));
+    CHECK(curandSetPseudoRandomGeneratorSeed(gen, o.seed));
+    CHECK(curandSetStream(gen, h.stream));
+    // curandGenerateNormal needs an even count.
+    const i64 count = m * n;
+    CHECK(V::normal(gen, dA.get(), size_t(count - (count % 2))));
+    if (count % 2) CHECK(cudaMemsetAsync(dA.get() + count - 1, 0, sizeof(S), h.stream));
+    curandDestroyGenerator(gen);
+  }
+  int lwGeqrf = 0, lwOrgqr = 0;
+  CHECK(V::geqrfBufferSize(h.solver, mi, ni, dWork.get(), mi, &lwGeqrf));
+  CHECK(V::orgqrBufferSize(h.solver, mi, ni, ni, dWork.get(), mi, dTau.get(), &lwOrgqr));
+  DevBuf<S> dLwork(std::max(lwGeqrf, lwOrgqr));
+  const auto restore = [&] {
+    CHECK(cudaMemcpyAsync(dWork.get(), dA.get(), sizeof(S) * m * n, cudaMemcpyDeviceToDevice, h.stream));
+  };
+  const auto geqrf = [&] {
+    CHECK(V::geqrf(h.solver, mi, ni, dWork.get(), mi, dTau.get(), dLwork.get(), lwGeqrf, dInfo.get()));
+  };
+  const auto orgqr = [&] {
+    CHECK(V::orgqr(h.solver, mi, ni, ni, dWork.get(), mi, dTau.get(), dLwork.get(), lwOrgqr, dInfo.get()));
+  };
+
+  Eigen::TensorCoreTallSkinnyQR<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>> ts;
+  ts.setBackend(tcqr::Backend::Cuda);
+  const auto ours = [&](unsigned what) { ts.computeOnDevice(dA.get(), m, n, m, h.stream, what); };
+  const auto nothing = [] {};
+
+  // Thin Q.
+  thin.oursMs = timeOnStream(h, o, nothing, [&] { ours(tcqr::ComputeThinQ); });
+  thin.baseMs = timeOnStream(h, o, restore, [&] {
+    geqrf();
+    orgqr();
+  });
+  if (o.errors) {
+    ours(tcqr::ComputeThinQ);
+    if (ts.info() != Eigen::Success) thin.notes += "; ours: info() != Success";
+    qrErrors<S>(h, dA.get(), ts.deviceThinQ(), ts.deviceR(), n, m, n, thin.bwd, thin.orth);
+    restore();
+    geqrf();
+    DevBuf<S> dRc(n * n);  // cuSOLVER's R, saved before orgqr overwrites the packed factor
+    CHECK(cudaMemcpy2DAsync(dRc.get(), sizeof(S) * n, dWork.get(), sizeof(S) * m, sizeof(S) * n, n,
+                            cudaMemcpyDeviceToDevice, h.stream));
+    orgqr();
+    int info = 0;
+    CHECK(cudaMemcpyAsync(&info, dInfo.get(), sizeof(int), cudaMemcpyDeviceToHost, h.stream));
+    CHECK(cudaStreamSynchronize(h.stream));
+    if (info != 0) thin.notes += "; cuSOLVER devInfo=" + std::to_string(info);
+    qrErrors<S>(h, dA.get(), dWork.get(), dRc.get(), n, m, n, thin.baseBwd, thin.baseOrth);
+
+    // R only: compare R with cuSOLVER's (both upper triangular, LAPACK signs), on the host (n x n).
+    ours(tcqr::ComputeR);
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> Ro = ts.matrixR(), Rc(n, n);
+    CHECK(cudaMemcpy(Rc.data(), dRc.get(), sizeof(S) * n * n, cudaMemcpyDeviceToHost));
+    const Eigen::MatrixXd rc = Rc.template cast<double>().template triangularView<Eigen::Upper>();
+    ronly.rDiff = (Ro.template cast<double>() - rc).norm() / rc.norm();
+  }
+  printRow(thin);
+  appendCsv(o, card, date, thin);
+
+  // R only.
+  ronly.oursMs = timeOnStream(h, o, nothing, [&] { ours(tcqr::ComputeR); });
+  ronly.baseMs = timeOnStream(h, o, restore, geqrf);
+  ronly.gbps = double(m) * double(n) * sizeof(S) / (ronly.oursMs * 1e-3) / 1e9;
+  printRow(ronly);
+  appendCsv(o, card, date, ronly);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tsqr_bench: %s\n", e.what());
+    return 2;
+  }
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    std::fprintf(stderr, "tsqr_bench: no CUDA device\n");
+    return 1;
+  }
+  const std::string card = prop.name, date = utcDate();
+  int cusolverVersion = 0;
+  cusolverGetVersion(&cusolverVersion);
+  std::printf("tsqr_bench: %s, date (UTC) %s, commit %s, cuSOLVER %d\n", card.c_str(), date.c_str(), o.commit.c_str(),
+              cusolverVersion);
+  std::printf("Device-resident timing: inputs generated in GPU memory, CUDA events on one stream, %d warm-up, median "
+              "of %d runs.\n",
+              o.warmup, o.reps);
+  std::printf("thinq: ours ComputeThinQ vs geqrf+orgqr; r_only: ours ComputeR vs geqrf. Errors on the device in double "
+              "over the full matrices:\n  bwd = ||A-QR||_F/(||A||_F m eps), orth = ||I-Q^TQ||_F/(m eps) (ours / "
+              "cuSOLVER); R diff = ||R_ours-R_cusolver||/||R_cusolver||; GB/s = m n sizeof(S) / time (R only).\n");
+  std::printf("CSV: %s\n\n", o.csv.empty() ? "(none; --csv FILE)" : o.csv.c_str());
+
+  int failures = 0;
+  Handles h;
+  for (const Shape& s : o.shapes) {
+    try {
+      if (s.isDouble)
+        benchShape<double>(h, o, s, card, date);
+      else
+        benchShape<float>(h, o, s, card, date);
+    } catch (const std::exception& e) {
+      ++failures;
+      std::printf("%s %lldx%lld: FAILED: %s\n", s.isDouble ? "double" : "float", (long long)s.m, (long long)s.n,
+                  e.what());
+      Row r;
+      r.op = "thinq";
+      r.precision = s.isDouble ? "double" : "float";
+      r.m = s.m;
+      r.n = s.n;
+      r.notes = std::string("failed: ") + e.what();
+      appendCsv(o, card, date, r);
+      if (cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+        if (cudaDeviceSynchronize() != cudaSuccess) {
+          std::printf("device in a sticky error state: stopping\n");
+          return 1;
+        }
+      }
+    }
+  }
+  return failures ? 1 : 0;
+}

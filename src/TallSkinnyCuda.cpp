@@ -1,0 +1,279 @@
+// TallSkinnyCuda.cpp - Eigen::TensorCoreTallSkinnyQR on the CUDA backend: the generic driver of TallSkinny.hpp with
+// CudaOps (TSQR kernels, cuBLAS, cuSOLVER for the recursion's short panels). Everything is queued on one stream; a
+// computation never synchronises or touches the host.
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "CudaOps.hpp"
+#include "TallSkinny.hpp"
+#include "Tunables.hpp"
+#include "tcqr/detail/TallSkinnyState.h"
+
+namespace tcqr {
+namespace detail {
+
+namespace {
+
+template <typename S>
+struct Dgmm;
+template <>
+struct Dgmm<float> {
+  static void left(cublasHandle_t h, Index m, Index n, const float* A, Index lda, const float* d, float* C, Index ldc) {
+    TCQR_CHECK(cublasSdgmm_64(h, CUBLAS_SIDE_LEFT, m, n, A, lda, d, 1, C, ldc));
+  }
+};
+template <>
+struct Dgmm<double> {
+  static void left(cublasHandle_t h, Index m, Index n, const double* A, Index lda, const double* d, double* C,
+                   Index ldc) {
+    TCQR_CHECK(cublasDdgmm_64(h, CUBLAS_SIDE_LEFT, m, n, A, lda, d, 1, C, ldc));
+  }
+};
+
+template <typename S>
+struct TallSkinnyCudaOps : CudaOps<S> {
+  void scaleRows(View<S> src, const S* d, View<S> dst) {
+    if (!dst.empty()) Dgmm<S>::left(this->blas, dst.rows, dst.cols, src.p, src.ld, d, dst.p, dst.ld);
+  }
+};
+
+template <typename S>
+class CudaTallSkinnyState final : public TallSkinnyState<S> {
+ public:
+  CudaTallSkinnyState() {
+    if (!cudaDeviceAvailable())
+      throw Error(ErrorSource::NoDevice, 0, "cudaGetDeviceCount",
+                  "Backend::Cuda requested but no usable CUDA device is present");
+    TCQR_CHECK(cudaGetDevice(&m_device));
+    try {
+      TCQR_CHECK(cublasCreate(&m_blas));
+      TCQR_CHECK(cusolverDnCreate(&m_solver));
+      TCQR_CHECK(cusolverDnCreateParams(&m_params));
+      TCQR_CHECK(cublasSetMathMode(m_blas, CUBLAS_DEFAULT_MATH));  // true FP32/FP64, as TensorCoreHouseholderQR
+      m_flags.reserve(2);
+      m_hostFlags.reserve(2);
+      m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
+      applyStream();
+    } catch (...) {
+      destroyHandles();
+      throw;
+    }
+  }
+  ~CudaTallSkinnyState() override {
+    // Work still queued (on our stream or the user's) may use the buffers freed below.
+    if (m_userStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_userStream));
+    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
+    if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
+    destroyHandles();
+  }
+
+  Backend backend() const noexcept override { return Backend::Cuda; }
+
+  S* staging(Index count) override {
+    synchronize();  // a previous transfer may still read the buffer
+    return m_stage.reserve(std::max<Index>(count, 1));
+  }
+
+  void computeStaged(Index rows, Index cols, unsigned what) override {
+    DeviceGuard g(m_device);
+    allocate(rows, cols, what);
+    if (rows * cols > 0)
+      TCQR_CHECK(cudaMemcpyAsync(m_a.get(), m_stage.get(), sizeof(S) * rows * cols, cudaMemcpyHostToDevice, stream()));
+    run();
+  }
+
+  void computeDevice(const S* dA, Index rows, Index cols, Index ld, unsigned what, CUstream_st* userStream) override {
+    if (rows < 0 || cols < 0 || rows < cols || ld < std::max<Index>(rows, 1) || (rows * cols > 0 && dA == nullptr))
+      throw Error(ErrorSource::Usage, 0, "computeOnDevice",
+                  "computeOnDevice: invalid arguments (null pointer, rows < cols, negative size or ld < rows)");
+    DeviceGuard g(m_device);
+    setStream(userStream);
+    allocate(rows, cols, what);
+    if (!userStream) {
+      // Without a user stream the work runs on the object's non-blocking stream: order it after everything already
+      // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
+      if (!m_ready) TCQR_CHECK(cudaEventCreateWithFlags(&m_ready, cudaEventDisableTiming));
+      TCQR_CHECK(cudaEventRecord(m_ready, cudaStreamLegacy));
+      TCQR_CHECK(cudaStreamWaitEvent(stream(), m_ready, 0));
+    }
+    if (rows * cols > 0)
+      TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, dA, sizeof(S) * ld, sizeof(S) * rows, cols,
+                                   cudaMemcpyDeviceToDevice, stream()));
+    run();
+  }
+
+  Index rows() const noexcept override { return m_rows; }
+  Index cols() const noexcept override { return m_cols; }
+  unsigned computed() const noexcept override { return m_what; }
+
+  bool inputNotFinite() const override {
+    synchronize();
+    return m_hostFlags.get()[0] != 0;
+  }
+
+  void copyR(S* dst, Index ld) const override { copyToHost(dst, ld, m_r.get(), m_cols, m_cols); }
+  void copyThinQ(S* dst, Index ld) const override { copyToHost(dst, ld, deviceThinQ(), m_rows, m_cols); }
+  void copyQR(S* dst, Index ld) const override { copyToHost(dst, ld, deviceQR(), m_rows, m_cols); }
+  void copyTau(S* dst) const override { copyToHost(dst, m_cols, deviceTau(), m_cols, 1); }
+  void copyT(S* dst, Index ld) const override { copyToHost(dst, ld, deviceT(), m_cols, m_cols); }
+
+  const S* deviceR() const override { return m_r.get(); }
+  const S* deviceThinQ() const override {
+    if (!(m_what & kTallSkinnyThinQ)) return nullptr;
+    return tallSkinnySeparateQ(m_what) ? m_q.get() : m_a.get();
+  }
+  const S* deviceQR() const override { return (m_what & kTallSkinnyWY) ? m_a.get() : nullptr; }
+  const S* deviceTau() const override { return (m_what & kTallSkinnyWY) ? m_tau.get() : nullptr; }
+  const S* deviceT() const override { return (m_what & kTallSkinnyWY) ? m_t.get() : nullptr; }
+
+  void synchronize() const override {
+    DeviceGuard g(m_device);
+    TCQR_CHECK(cudaStreamSynchronize(stream()));
+  }
+
+  void setStream(CUstream_st* s) override {
+    if (s == m_userStream) return;
+    synchronize();  // work queued on the old stream completes before the new one may touch the buffers
+    m_userStream = s;
+    applyStream();
+  }
+
+ private:
+  // Panel width of the recursion (n > kTsqrMaxCols): the TSQR tile width, with Hybrid panels (TSQR for panels of at
+  // least kTsqrAutoMinRows rows, cuSOLVER below), as TensorCoreHouseholderQR's Panel::Auto on this backend.
+  static constexpr Index kNb = kTsqrMaxCols;
+  static constexpr PanelKind kPanel = PanelKind::Hybrid;
+
+  cudaStream_t stream() const {
+    if (m_userStream) return m_userStream;
+    if (!m_ownStream) TCQR_CHECK(cudaStreamCreateWithFlags(&m_ownStream, cudaStreamNonBlocking));
+    return m_ownStream;
+  }
+  void applyStream() {
+    TCQR_CHECK(cublasSetStream(m_blas, stream()));
+    TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
+  }
+
+  TallSkinnyCudaOps<S> makeOps() const {
+    TallSkinnyCudaOps<S> ops;
+    ops.blas = m_blas;
+    ops.solver = m_solver;
+    ops.params = m_params;
+    ops.stream = stream();
+    ops.work = &m_work;
+    ops.hostWork = &m_hostWork;
+    ops.dInfo = m_flags.get() + 1;
+    return ops;
+  }
+
+  void copyToHost(S* dst, Index ld, const S* src, Index rows, Index cols) const {
+    if (rows * cols == 0 || src == nullptr) return;
+    DeviceGuard g(m_device);
+    TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ld, src, sizeof(S) * rows, sizeof(S) * rows, cols,
+                                 cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+
+  // Sizes every buffer the computation needs (grow-only). On failure (out of memory) all device memory of the
+  // object is released, so a failed compute() leaks nothing and the next one starts clean.
+  void allocate(Index rows, Index cols, unsigned what) {
+    const Index n = cols;
+    const bool needW = tallSkinnyNeedsW(rows, cols, what);
+    const Index need[7] = {std::max<Index>(rows * n, 1),
+                           needW ? std::max<Index>(rows * n, 1) : 0,
+                           tallSkinnySeparateQ(what) ? std::max<Index>(rows * n, 1) : 0,
+                           std::max<Index>(n * n, 1),
+                           (what & kTallSkinnyWY) ? std::max<Index>(n * n, 1) : 0,
+                           std::max<Index>(n, 1),
+                           std::max<Index>(tallSkinnyScratchSize(rows, cols, what, kNb, kPanel), 1)};
+    DeviceBuffer<S>* bufs[7] = {&m_a, &m_w, &m_q, &m_r, &m_t, &m_tau, &m_scratch};
+    bool grows = false;
+    for (int i = 0; i < 7; ++i) grows |= need[i] > bufs[i]->capacity();
+    if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
+    m_rows = m_cols = 0;
+    m_what = 0;
+    try {
+      for (int i = 0; i < 7; ++i) bufs[i]->reserve(need[i]);
+      // cuSOLVER's workspace for the recursion's geqrf panels (the first panel is the largest), sized here so that
+      // it is never reallocated while queued work may use it.
+      const Index w = std::min(n, kNb);
+      if (needW && tallSkinnyPath(rows, cols, what) == TallSkinnyPath::Recursive &&
+          m_workQueried != std::make_pair(rows, w)) {
+        size_t dBytes = 0, hBytes = 0;
+        TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_solver, m_params, rows, w, Blas<S>::type, m_a.get(), rows,
+                                               Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes, &hBytes));
+        if (static_cast<Index>(dBytes) > m_work.capacity()) synchronize();
+        m_work.reserve(static_cast<Index>(dBytes));
+        if (m_hostWork.size() < hBytes) m_hostWork.resize(hBytes);
+        m_workQueried = std::make_pair(rows, w);
+      }
+    } catch (...) {
+      m_workQueried = std::make_pair(Index(-1), Index(-1));
+      for (DeviceBuffer<S>* b : bufs) b->release();
+      m_work.release();
+      throw;
+    }
+    m_rows = rows;
+    m_cols = cols;
+    m_what = what | 0x1u;
+  }
+
+  void run() {
+    const Index m = m_rows, n = m_cols;
+    TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
+    kernels::launchFlagNonFinite<S>(m_a.get(), m, m, n, m_flags.get(), stream());
+    TallSkinnyViews<S> v;
+    v.A = View<S>(m_a.get(), m, n, m);
+    v.W = View<S>(m_w.get(), m, n, m);
+    v.Q = tallSkinnySeparateQ(m_what) ? View<S>(m_q.get(), m, n, m) : v.A;
+    v.R = View<S>(m_r.get(), n, n, n);
+    v.T = View<S>(m_t.get(), n, n, n);
+    v.tau = m_tau.get();
+    v.scratch = m_scratch.get();
+    TallSkinnyCudaOps<S> ops = makeOps();
+    tallSkinnyQR(ops, v, m_what, kNb, kPanel);
+    TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  }
+
+  void destroyHandles() noexcept {
+    if (m_params) cusolverDnDestroyParams(m_params);
+    if (m_solver) cusolverDnDestroy(m_solver);
+    if (m_blas) cublasDestroy(m_blas);
+    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_ownStream));
+    m_params = nullptr;
+    m_solver = nullptr;
+    m_blas = nullptr;
+    m_ownStream = nullptr;
+  }
+
+  int m_device = 0;
+  mutable cudaStream_t m_ownStream = nullptr;
+  cudaStream_t m_userStream = nullptr;
+  cublasHandle_t m_blas = nullptr;
+  cusolverDnHandle_t m_solver = nullptr;
+  cusolverDnParams_t m_params = nullptr;
+  DeviceBuffer<S> m_a, m_w, m_q, m_r, m_t, m_tau, m_scratch;
+  mutable DeviceBuffer<char> m_work;
+  DeviceBuffer<int> m_flags;
+  PinnedBuffer<S> m_stage;
+  PinnedBuffer<int> m_hostFlags;
+  mutable std::vector<char> m_hostWork;
+  Index m_rows = 0, m_cols = 0;
+  unsigned m_what = 0;
+  std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
+  cudaEvent_t m_ready = nullptr;
+};
+
+}  // namespace
+
+template <typename S>
+std::unique_ptr<TallSkinnyState<S>> makeCudaTallSkinnyState() {
+  return std::unique_ptr<TallSkinnyState<S>>(new CudaTallSkinnyState<S>());
+}
+template std::unique_ptr<TallSkinnyState<float>> makeCudaTallSkinnyState<float>();
+template std::unique_ptr<TallSkinnyState<double>> makeCudaTallSkinnyState<double>();
+
+}  // namespace detail
+}  // namespace tcqr

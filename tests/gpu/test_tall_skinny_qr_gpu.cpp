@@ -1,0 +1,159 @@
+// test_tall_skinny_qr_gpu.cpp - Eigen::TensorCoreTallSkinnyQR on Backend::Cuda: every output mode against Eigen,
+// agreement with the Host backend (same tiling), computeOnDevice (padded input, user stream, device pointers), large
+// tree shapes. Exits 77 (CTest: skipped) without a CUDA device.
+#include "common/TestConfig.h"
+
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+
+#include <cuda_runtime.h>
+
+#include "common/TallSkinnyChecks.h"
+
+using namespace tcqr_test;
+using tcqr::Backend;
+
+int main(int argc, char** argv) {
+  if (!tcqr::cudaDeviceAvailable()) {
+    std::printf("no CUDA device: skipped\n");
+    return 77;
+  }
+  doctest::Context ctx(argc, argv);
+  return ctx.run();
+}
+
+namespace {
+
+#define REQUIRE_CUDA(expr) REQUIRE((expr) == cudaSuccess)
+
+/// Device copy of a host matrix with leading dimension ld >= rows (padding filled with NaN, which must not be read).
+template <typename Scalar>
+struct DeviceMatrix {
+  Scalar* p = nullptr;
+  Index ld = 0;
+  DeviceMatrix(const Mat<Scalar>& A, Index ld_) : ld(ld_) {
+    const Index count = std::max<Index>(ld * A.cols(), 1);
+    REQUIRE_CUDA(cudaMalloc(&p, sizeof(Scalar) * count));
+    Mat<Scalar> padded = Mat<Scalar>::Constant(ld, A.cols(), std::numeric_limits<Scalar>::quiet_NaN());
+    padded.topRows(A.rows()) = A;
+    REQUIRE_CUDA(cudaMemcpy(p, padded.data(), sizeof(Scalar) * ld * A.cols(), cudaMemcpyHostToDevice));
+  }
+  ~DeviceMatrix() { cudaFree(p); }
+  DeviceMatrix(const DeviceMatrix&) = delete;
+  DeviceMatrix& operator=(const DeviceMatrix&) = delete;
+};
+
+template <typename Scalar>
+Mat<Scalar> download(const Scalar* d, Index rows, Index cols, Index ld) {
+  Mat<Scalar> h(ld, cols);
+  if (rows * cols > 0) REQUIRE(cudaMemcpy(h.data(), d, sizeof(Scalar) * ld * cols, cudaMemcpyDeviceToHost) == cudaSuccess);
+  return h.topRows(rows);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE_TEMPLATE("GPU TallSkinnyQR: every mode matches Eigen", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    tallSkinnyShapeSuite<Scalar>(Backend::Cuda);
+  }
+
+  TEST_CASE_TEMPLATE("GPU TallSkinnyQR: controlled singular values", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    tallSkinnyConditionedSuite<Scalar>(Backend::Cuda, 20000);
+  }
+
+  TEST_CASE_TEMPLATE("GPU TallSkinnyQR: zero columns, NaN/Inf, arguments", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    tallSkinnyZeroColumnSuite<Scalar>(Backend::Cuda);
+    tallSkinnyNonFiniteSuite<Scalar>(Backend::Cuda);
+    tallSkinnyArgumentSuite<Scalar>(Backend::Cuda);
+  }
+
+  TEST_CASE_TEMPLATE("GPU TallSkinnyQR agrees with the Host backend", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    // Same tiling on both backends, so R and Q agree to rounding, not just up to conditioning.
+    const double tol = 100.0 * epsOf<Scalar>() * std::sqrt(100000.0);
+    for (Index n : {Index(32), Index(13)}) {
+      const Mat<Scalar> A = uniformMatrix<Scalar>(100000, n);
+      Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> g, h;
+      g.setBackend(Backend::Cuda).compute(A, tcqr::ComputeThinQ);
+      h.setBackend(Backend::Host).compute(A, tcqr::ComputeThinQ);
+      CHECK(g.activeBackend() == Backend::Cuda);
+      CHECK(relativeDifference(g.matrixR(), h.matrixR()) <= tol);
+      CHECK(relativeDifference(g.thinQ(), h.thinQ()) <= tol);
+    }
+  }
+
+  TEST_CASE_TEMPLATE("GPU TallSkinnyQR::computeOnDevice", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    const Index m = 50000, ld = m + 7;
+    for (Index n : {Index(32), Index(20), Index(64)}) {
+      INFO("n = " << n);
+      const Mat<Scalar> A = uniformMatrix<Scalar>(m, n);
+      DeviceMatrix<Scalar> dA(A, ld);
+      cudaStream_t s = nullptr;
+      REQUIRE_CUDA(cudaStreamCreate(&s));
+      for (unsigned what : {unsigned(tcqr::ComputeR), unsigned(tcqr::ComputeThinQ),
+                            unsigned(tcqr::ComputeWY | tcqr::ComputeThinQ)}) {
+        INFO("what = " << what);
+        Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> dev, host;
+        dev.computeOnDevice(dA.p, m, n, ld, s, what);
+        host.setBackend(Backend::Cuda).compute(A, what);
+        CHECK(dev.activeBackend() == Backend::Cuda);
+        CHECK(dev.info() == Eigen::Success);
+        // Same data, same kernels: the device-input and host-input paths agree to rounding (cuBLAS may pick a
+        // different GEMM algorithm per handle/stream, so not necessarily bit for bit).
+        const double tol = 100 * epsOf<Scalar>();
+        CHECK(relativeDifference(dev.matrixR(), host.matrixR()) <= tol);
+        // Device pointers hold what the accessors return.
+        dev.synchronize();
+        CHECK(download(dev.deviceR(), n, n, n) == dev.matrixR());
+        if (what & tcqr::ComputeThinQ) {
+          CHECK(download(dev.deviceThinQ(), m, n, m) == dev.thinQ());
+          CHECK(orthogonalityRatio<Scalar>(dev.thinQ()) <= kRatioBound);
+          CHECK(backwardRatio<Scalar>(A, dev.thinQ(), dev.matrixR()) <= kRatioBound);
+        } else {
+          CHECK(dev.deviceThinQ() == nullptr);
+        }
+        if (what & tcqr::ComputeWY) {
+          CHECK(download(dev.deviceMatrixQR(), m, n, m) == dev.matrixQR());
+          CHECK(download(dev.deviceHCoeffs(), n, 1, n) == Mat<Scalar>(dev.hCoeffs()));
+          CHECK(download(dev.deviceT(), n, n, n) == dev.matrixT());
+          CHECK(relativeDifference(dev.matrixQR(), host.matrixQR()) <= tol);
+        } else {
+          CHECK(dev.deviceMatrixQR() == nullptr);
+        }
+      }
+      // The input is left unmodified (padding included: still NaN).
+      const Mat<Scalar> back = download(dA.p, ld, n, ld);
+      CHECK(back.topRows(m) == A);
+      CHECK(back.bottomRows(ld - m).array().isNaN().all());
+      REQUIRE_CUDA(cudaStreamDestroy(s));
+    }
+    // A NaN inside the matrix (not the padding) is flagged.
+    Mat<Scalar> B = uniformMatrix<Scalar>(3000, 8);
+    B(2999, 7) = std::numeric_limits<Scalar>::quiet_NaN();
+    DeviceMatrix<Scalar> dB(B, 3001);
+    Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> ts;
+    CHECK(ts.computeOnDevice(dB.p, 3000, 8, 3001).info() == Eigen::NumericalIssue);
+  }
+
+  TEST_CASE("GPU TallSkinnyQR: large tree (R only and thin Q) matches Eigen") {
+    TCQR_RANDOM_SEED();
+    const Index m = Index(1) << 21, n = 32;
+    const Mat<float> A = uniformMatrix<float>(m, n);
+    const EigenReference<float> ref(A);
+    const double tol = kAgreementFactor * double(m) * epsOf<float>();
+    Eigen::TensorCoreTallSkinnyQR<Mat<float>> ts;
+    ts.setBackend(Backend::Cuda).compute(A);
+    checkAgrees<float>("large: R vs Eigen / tol", ts.matrixR(), ref.R(), ref.kc, toDouble(A).norm(), tol);
+    const Mat<float> R = ts.matrixR();
+    ts.compute(A, tcqr::ComputeThinQ);
+    CHECK(ts.matrixR() == R);
+    CHECK(orthogonalityRatio<float>(ts.thinQ()) <= kRatioBound);
+    CHECK(backwardRatio<float>(A, ts.thinQ(), ts.matrixR()) <= kRatioBound);
+  }
+}
