@@ -6,6 +6,10 @@
 // End-to-end row ("geqrf_e2e"): a host Eigen::MatrixXf factored by TensorCoreHouseholderQR (host in, host out) and by
 // Eigen::HouseholderQR on the CPU, timed with std::chrono; errors measured on the host in double.
 //
+// Each row runs in one precision mode (--mode; default: the library's default per precision); the cuSOLVER baseline
+// of a shape and precision is measured once and repeated in the row of every mode. --sweep runs the issue's sweep
+// (m n = 2^28 and 2^30 from m x 32 to square, every mode).
+//
 // Results go to stdout (a fixed-width table) and are appended to a CSV (bench/results/README.md describes it).
 // Run `qr_bench --help` for the options.
 #include <algorithm>
@@ -182,6 +186,13 @@ const std::vector<Shape> kDefaultShapes = {{8388608, 32},   {2097152, 128}, {524
                                            {16384, 16384},  {8192, 8192},   {4096, 4096}};
 const std::vector<Shape> kQuickShapes = {{65536, 32},  {16384, 128},  {8192, 512},
                                          {4096, 1024}, {2048, 2048}, {1024, 1024}};
+// The issue's sweep: m n = 2^28 and 2^30, from m x 32 to square.
+const std::vector<Shape> kSweepShapes = {{8388608, 32},  {2097152, 128}, {524288, 512},  {131072, 2048},
+                                         {16384, 16384}, {33554432, 32}, {8388608, 128}, {2097152, 512},
+                                         {524288, 2048}, {32768, 32768}};
+const std::vector<tcqr::Precision> kAllModes = {tcqr::Precision::FP32, tcqr::Precision::TF32x3, tcqr::Precision::TF32,
+                                                tcqr::Precision::FP16, tcqr::Precision::BF16, tcqr::Precision::FP64,
+                                                tcqr::Precision::FP64Emulated};
 
 struct Options {
   std::vector<Shape> shapes = kDefaultShapes;
@@ -193,6 +204,9 @@ struct Options {
   bool errors = true;
   i64 blockSize = 0;
   tcqr::Panel panel = tcqr::Panel::Auto;
+  /// Precision modes of the rows; Precision::Default stands for the library default of each precision. A row of a
+  /// precision runs in each listed mode that applies to it (precisionSupported()).
+  std::vector<tcqr::Precision> modes = {tcqr::Precision::Default};
   unsigned long long seed = 20251125ULL;
   std::string csv = "bench/results/h100.csv";
   bool writeCsv = true;
@@ -215,6 +229,16 @@ void usage(const char* argv0) {
       "  --no-errors       skip the error measurements (columns left NaN)\n"
       "  --block-size NB   TensorCoreHouseholderQR::setBlockSize(NB) (default 0: library default)\n"
       "  --panel P         TensorCoreHouseholderQR::setPanel: auto (default), geqrf or tsqr\n"
+      "  --mode LIST       comma-separated precision modes: FP32,TF32x3,TF32,FP16,BF16 (float rows), FP64,\n"
+      "                    FP64Emulated (double rows), 'default' (the library default of each precision) or 'all'\n"
+      "                    (default: default). Each row runs in every listed mode that applies to its precision; a\n"
+      "                    precision none applies to is skipped. The cuSOLVER baseline is measured once per shape\n"
+      "                    and precision. The end-to-end row runs once per float mode.\n"
+      "  --sweep           the issue's sweep: shapes with m n = 2^28 and 2^30 from m x 32 to square\n"
+      "                    (8388608x32 ... 16384x16384, 33554432x32 ... 32768x32768), every mode (unless --mode),\n"
+      "                    no end-to-end row (unless --e2e) and no error columns (unless --errors); explicit\n"
+      "                    --shapes take precedence\n"
+      "  --errors          measure the error columns even with --sweep\n"
       "  --seed S          cuRAND / host RNG seed (default 20251125)\n"
       "  --csv PATH        CSV to append to (default bench/results/h100.csv; header written if new)\n"
       "  --no-csv          do not write a CSV\n"
@@ -256,6 +280,36 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
+/// A mode name as tcqr::precisionName() spells it (case-insensitive), or "default".
+bool parseMode(std::string s, tcqr::Precision& p) {
+  auto upper = [](std::string x) {
+    for (char& c : x) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return x;
+  };
+  s = upper(s);
+  if (s == "DEFAULT") {
+    p = tcqr::Precision::Default;
+    return true;
+  }
+  for (tcqr::Precision q : kAllModes)
+    if (upper(tcqr::precisionName(q)) == s) {
+      p = q;
+      return true;
+    }
+  return false;
+}
+
+/// The modes of `o` that apply to a precision, Default resolved, duplicates dropped, in the order given.
+std::vector<tcqr::Precision> modesFor(const Options& o, bool isDouble) {
+  std::vector<tcqr::Precision> out;
+  for (tcqr::Precision p : o.modes) {
+    if (!tcqr::precisionSupported(p, isDouble)) continue;
+    const tcqr::Precision r = tcqr::resolvePrecision(p, isDouble);
+    if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  }
+  return out;
+}
+
 [[noreturn]] void badArg(const std::string& msg) {
   std::fprintf(stderr, "qr_bench: %s (see --help)\n", msg.c_str());
   std::exit(2);
@@ -263,7 +317,7 @@ std::vector<std::string> splitList(const std::string& s) {
 
 Options parseArgs(int argc, char** argv) {
   Options o;
-  bool shapesGiven = false, e2eGiven = false, quick = false;
+  bool shapesGiven = false, e2eGiven = false, quick = false, sweep = false, modesGiven = false, errorsGiven = false;
   auto value = [&](int& i) -> std::string {
     if (i + 1 >= argc) badArg(std::string("missing value after ") + argv[i]);
     return argv[++i];
@@ -316,6 +370,24 @@ Options parseArgs(int argc, char** argv) {
       o.threads = int(positive(a, value(i), 1));
     } else if (a == "--no-errors") {
       o.errors = false;
+    } else if (a == "--errors") {
+      o.errors = true;
+      errorsGiven = true;
+    } else if (a == "--sweep") {
+      sweep = true;
+    } else if (a == "--mode" || a == "--modes") {
+      modesGiven = true;
+      o.modes.clear();
+      for (const auto& item : splitList(value(i))) {
+        if (item == "all") {
+          o.modes.insert(o.modes.end(), kAllModes.begin(), kAllModes.end());
+          continue;
+        }
+        tcqr::Precision p{};
+        if (!parseMode(item, p)) badArg("invalid mode: " + item);
+        o.modes.push_back(p);
+      }
+      if (o.modes.empty()) badArg("--mode: empty list");
     } else if (a == "--panel") {
       const std::string v = value(i);
       if (v == "auto") o.panel = tcqr::Panel::Auto;
@@ -341,6 +413,12 @@ Options parseArgs(int argc, char** argv) {
     if (!shapesGiven) o.shapes = kQuickShapes;
     if (!e2eGiven) o.e2e = {1024, 1024};
   }
+  if (sweep) {
+    if (!shapesGiven) o.shapes = kSweepShapes;
+    if (!modesGiven) o.modes = kAllModes;
+    if (!e2eGiven) o.e2e = {0, 0};
+    if (!errorsGiven) o.errors = false;
+  }
   return o;
 }
 
@@ -349,6 +427,7 @@ Options parseArgs(int argc, char** argv) {
 
 struct Row {
   std::string op, precision;
+  std::string mode;  ///< tcqr::precisionName() of the mode ours ran in
   i64 m = 0, n = 0;
   std::string baseline;
   double oursMs = kNaN, baseMs = kNaN;
@@ -373,13 +452,15 @@ std::string fmt(double v, const char* f, const char* nanText) {
 }
 
 const char* kTableHeader =
-    "op         prec        m      n |  ours ms  ours TF/s | baseline                               base ms  base TF/s "
+    "op         prec   mode                m      n |"
+    "  ours ms  ours TF/s | baseline                               base ms  base TF/s "
     "| speedup | bwd ours  bwd base | orth ours orth base";
 
 std::string tableLine(const Row& r) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-10s %-6s %8lld %6lld | %8s %10s | %-36s %8s %10s | %7s | %-9s %-9s| %-9s %s",
-                r.op.c_str(), r.precision.c_str(), (long long)r.m, (long long)r.n, fmt(r.oursMs, "%.2f", "-").c_str(),
+  std::snprintf(buf, sizeof buf,
+                "%-10s %-6s %-12s %8lld %6lld | %8s %10s | %-36s %8s %10s | %7s | %-9s %-9s| %-9s %s", r.op.c_str(),
+                r.precision.c_str(), r.mode.c_str(), (long long)r.m, (long long)r.n, fmt(r.oursMs, "%.2f", "-").c_str(),
                 fmt(r.oursTf, "%.3f", "-").c_str(), r.baseline.c_str(), fmt(r.baseMs, "%.2f", "-").c_str(),
                 fmt(r.baseTf, "%.3f", "-").c_str(), fmt(r.speedup, "%.2fx", "-").c_str(),
                 fmt(r.bwd, "%.2e", "-").c_str(), fmt(r.baseBwd, "%.2e", "-").c_str(), fmt(r.orth, "%.2e", "-").c_str(),
@@ -396,9 +477,35 @@ std::string csvField(std::string s) {
   return q + "\"";
 }
 
-const char* kCsvHeader =
+// The `mode` column came last, after `notes`, so that rows written before it existed keep their positions: a file
+// with the old header gets the new header line on the next append (its old rows are left as they are, one field
+// short, which CSV readers fill with an empty value; see bench/results/README.md for what an empty mode means).
+const char* kCsvHeaderV1 =
     "card,date,commit,op,precision,m,n,batch,ours_ms,baseline,baseline_ms,speedup,backward_err,orth_err,"
     "baseline_backward_err,baseline_orth_err,ours_tflops,baseline_tflops,notes";
+const std::string kCsvHeader = std::string(kCsvHeaderV1) + ",mode";
+
+/// Replaces the first line of `path` by the current header when it is the header without the mode column.
+void upgradeCsvHeader(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::string first;
+  std::getline(in, first);
+  if (!first.empty() && first.back() == '\r') first.pop_back();
+  if (first != kCsvHeaderV1) return;
+  std::stringstream rest;
+  rest << in.rdbuf();
+  in.close();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    out << kCsvHeader << "\n" << rest.str();
+    if (!out.flush()) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+  std::printf("CSV %s: header upgraded with the mode column (old rows unchanged)\n", path.c_str());
+}
 
 class CsvWriter {
  public:
@@ -411,6 +518,15 @@ class CsvWriter {
     const fs::path p(m_path);
     if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
     const bool fresh = !fs::exists(p, ec) || fs::file_size(p, ec) == 0;
+    if (!fresh && !m_checkedHeader) {
+      try {
+        upgradeCsvHeader(m_path);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "qr_bench: %s; row not saved\n", e.what());
+        return;
+      }
+    }
+    m_checkedHeader = true;
     std::ofstream f(m_path, std::ios::app);
     if (!f) {
       std::fprintf(stderr, "qr_bench: cannot open %s for appending; row not saved\n", m_path.c_str());
@@ -422,7 +538,7 @@ class CsvWriter {
       << fmt(r.baseMs, "%.4f", "nan") << ',' << fmt(r.speedup, "%.4f", "nan") << ',' << fmt(r.bwd, "%.3e", "nan")
       << ',' << fmt(r.orth, "%.3e", "nan") << ',' << fmt(r.baseBwd, "%.3e", "nan") << ','
       << fmt(r.baseOrth, "%.3e", "nan") << ',' << fmt(r.oursTf, "%.4f", "nan") << ','
-      << fmt(r.baseTf, "%.4f", "nan") << ',' << csvField(r.notes) << "\n";
+      << fmt(r.baseTf, "%.4f", "nan") << ',' << csvField(r.notes) << ',' << r.mode << "\n";
     f.flush();
   }
 
@@ -430,6 +546,7 @@ class CsvWriter {
   std::string m_path;
   bool m_enabled;
   std::string m_card, m_date, m_commit;
+  bool m_checkedHeader = false;
 };
 
 double median(std::vector<double> v) {
@@ -616,13 +733,21 @@ std::string describe(const std::exception& e) { return e.what(); }
 // ---------------------------------------------------------------------------------------------------------------
 // One device-resident row.
 
+/// The cuSOLVER baseline of one shape and precision: measured in the row of the first mode, repeated in the others.
+struct Baseline {
+  bool measured = false;
+  std::string name, notes;
+  double ms = kNaN, tf = kNaN, bwd = kNaN, orth = kNaN;
+};
+
 template <typename S>
-Row deviceRow(Handles& h, const Options& o, Shape shape, int cusolverVersion) {
+Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, int cusolverVersion, Baseline& base) {
   using V = Vendor<S>;
   const i64 m = shape.m, n = shape.n, k = std::min(m, n), count = m * n;
   Row r;
   r.op = "geqrf";
   r.precision = V::name;
+  r.mode = tcqr::precisionName(mode);
   r.m = m;
   r.n = n;
   r.baseline = V::geqrfName;
@@ -642,7 +767,7 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, int cusolverVersion) {
   // ---- ours: computeOnDevice(work) copies `work` into the object's storage (D2D) inside the timed region.
   try {
     Eigen::TensorCoreHouseholderQR<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>> qr;
-    qr.setBackend(tcqr::Backend::Cuda);
+    qr.setBackend(tcqr::Backend::Cuda).setPrecision(mode);
     if (o.blockSize > 0) qr.setBlockSize(o.blockSize);
     qr.setPanel(o.panel);
     const std::vector<double> t = timeOnStream(h, o.warmup, o.reps, restore,
@@ -672,52 +797,64 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, int cusolverVersion) {
 
   // ---- baseline: cuSOLVER geqrf in place on a fresh copy (the copy is not timed). Legacy 32-bit API when its
   // int workspace size can be queried, else the 64-bit cusolverDnXgeqrf.
-  try {
-    DevBuf<S> tau(k);
-    DevBuf<int> info(1);
-    bool legacy = fitsInt(m) && fitsInt(n);
-    int lwork = 0;
-    if (legacy) {
-      legacy = V::geqrfBufferSize(h.solver, int(m), int(n), work.get(), int(m), &lwork) == CUSOLVER_STATUS_SUCCESS;
-    }
-    std::vector<double> t;
-    if (legacy) {
-      DevBuf<S> ws(lwork);
-      t = timeOnStream(h, o.warmup, o.reps, restore, [&] {
-        CHECK(V::geqrf(h.solver, int(m), int(n), work.get(), int(m), tau.get(), ws.get(), lwork, info.get()));
-      });
-    } else {
-      r.baseline = "cusolverDnXgeqrf";
-      size_t dBytes = 0, hBytes = 0;
-      CHECK(cusolverDnXgeqrf_bufferSize(h.solver, h.params, m, n, V::type, work.get(), m, V::type, tau.get(),
-                                        V::type, &dBytes, &hBytes));
-      DevBuf<char> dws(static_cast<i64>(dBytes));
-      std::vector<char> hws(std::max<size_t>(hBytes, 1));
-      t = timeOnStream(h, o.warmup, o.reps, restore, [&] {
-        CHECK(cusolverDnXgeqrf(h.solver, h.params, m, n, V::type, work.get(), m, V::type, tau.get(), V::type,
-                               dws.get(), dBytes, hws.data(), hBytes, info.get()));
-      });
-    }
-    int hInfo = 0;
-    CHECK(cudaMemcpy(&hInfo, info.get(), sizeof(int), cudaMemcpyDeviceToHost));
-    if (hInfo != 0) r.note("baseline info=" + std::to_string(hInfo));
-    r.baseMs = median(t);
-    r.baseTf = tflops(m, n, r.baseMs);
-    r.note("cusolver=" + std::to_string(cusolverVersion));
-    if (o.errors) {
-      try {
-        std::string why;
-        const ErrPair e = deviceErrors<S>(h, A0.get(), work.get(), tau.get(), m, n, why);
-        r.baseBwd = e.bwd;
-        r.baseOrth = e.orth;
-        if (!why.empty()) r.note("baseline " + why);
-      } catch (const std::exception& e) {
-        r.note("baseline errors failed: " + describe(e));
+  if (base.measured) {
+    r.note("baseline measured once for all modes");
+  } else {
+    base.measured = true;
+    base.name = V::geqrfName;
+    try {
+      DevBuf<S> tau(k);
+      DevBuf<int> info(1);
+      bool legacy = fitsInt(m) && fitsInt(n);
+      int lwork = 0;
+      if (legacy) {
+        legacy = V::geqrfBufferSize(h.solver, int(m), int(n), work.get(), int(m), &lwork) == CUSOLVER_STATUS_SUCCESS;
       }
+      std::vector<double> t;
+      if (legacy) {
+        DevBuf<S> ws(lwork);
+        t = timeOnStream(h, o.warmup, o.reps, restore, [&] {
+          CHECK(V::geqrf(h.solver, int(m), int(n), work.get(), int(m), tau.get(), ws.get(), lwork, info.get()));
+        });
+      } else {
+        base.name = "cusolverDnXgeqrf";
+        size_t dBytes = 0, hBytes = 0;
+        CHECK(cusolverDnXgeqrf_bufferSize(h.solver, h.params, m, n, V::type, work.get(), m, V::type, tau.get(),
+                                          V::type, &dBytes, &hBytes));
+        DevBuf<char> dws(static_cast<i64>(dBytes));
+        std::vector<char> hws(std::max<size_t>(hBytes, 1));
+        t = timeOnStream(h, o.warmup, o.reps, restore, [&] {
+          CHECK(cusolverDnXgeqrf(h.solver, h.params, m, n, V::type, work.get(), m, V::type, tau.get(), V::type,
+                                 dws.get(), dBytes, hws.data(), hBytes, info.get()));
+        });
+      }
+      int hInfo = 0;
+      CHECK(cudaMemcpy(&hInfo, info.get(), sizeof(int), cudaMemcpyDeviceToHost));
+      if (hInfo != 0) base.notes += "baseline info=" + std::to_string(hInfo) + "; ";
+      base.ms = median(t);
+      base.tf = tflops(m, n, base.ms);
+      base.notes += "cusolver=" + std::to_string(cusolverVersion);
+      if (o.errors) {
+        try {
+          std::string why;
+          const ErrPair e = deviceErrors<S>(h, A0.get(), work.get(), tau.get(), m, n, why);
+          base.bwd = e.bwd;
+          base.orth = e.orth;
+          if (!why.empty()) base.notes += "; baseline " + why;
+        } catch (const std::exception& e) {
+          base.notes += "; baseline errors failed: " + describe(e);
+        }
+      }
+    } catch (const std::exception& e) {
+      base.notes += (base.notes.empty() ? "" : "; ") + std::string("baseline failed: ") + describe(e);
     }
-  } catch (const std::exception& e) {
-    r.note("baseline failed: " + describe(e));
   }
+  r.baseline = base.name;
+  r.baseMs = base.ms;
+  r.baseTf = base.tf;
+  r.baseBwd = base.bwd;
+  r.baseOrth = base.orth;
+  if (!base.notes.empty()) r.note(base.notes);
   if (std::isfinite(r.oursMs) && std::isfinite(r.baseMs)) r.speedup = r.baseMs / r.oursMs;
   return r;
 }
@@ -754,11 +891,12 @@ ErrPair hostErrors(const Eigen::MatrixXf& A, const Eigen::MatrixXf& packed, cons
   return e;
 }
 
-Row e2eRow(const Options& o, int threads) {
+Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) {
   const Eigen::Index m = o.e2e.m, n = o.e2e.n;
   Row r;
   r.op = "geqrf_e2e";
   r.precision = "float";
+  r.mode = tcqr::precisionName(mode);
   r.m = m;
   r.n = n;
   r.baseline = "Eigen::HouseholderQR(cpu," + std::to_string(threads) + " threads)";
@@ -777,7 +915,7 @@ Row e2eRow(const Options& o, int threads) {
 
   try {
     Eigen::TensorCoreHouseholderQR<Eigen::MatrixXf> qr;
-    qr.setBackend(tcqr::Backend::Cuda);
+    qr.setBackend(tcqr::Backend::Cuda).setPrecision(mode);
     if (o.blockSize > 0) qr.setBlockSize(o.blockSize);
     qr.setPanel(o.panel);
     r.oursMs = timeHost(o.e2eWarmup, o.e2eReps, [&] {
@@ -797,18 +935,28 @@ Row e2eRow(const Options& o, int threads) {
   }
   if (!deviceUsable()) throw BenchError("device in a sticky error state after the end-to-end row: " + r.notes);
 
-  try {
-    Eigen::HouseholderQR<Eigen::MatrixXf> qr(m, n);
-    r.baseMs = timeHost(o.e2eWarmup, o.e2eReps, [&] { qr.compute(A); });
-    r.baseTf = tflops(m, n, r.baseMs);
-    if (o.errors) {
-      const ErrPair e = hostErrors(A, qr.matrixQR(), qr.hCoeffs());
-      r.baseBwd = e.bwd;
-      r.baseOrth = e.orth;
+  if (base.measured) {
+    r.note("baseline measured once for all modes");
+  } else {
+    base.measured = true;
+    try {
+      Eigen::HouseholderQR<Eigen::MatrixXf> qr(m, n);
+      base.ms = timeHost(o.e2eWarmup, o.e2eReps, [&] { qr.compute(A); });
+      base.tf = tflops(m, n, base.ms);
+      if (o.errors) {
+        const ErrPair e = hostErrors(A, qr.matrixQR(), qr.hCoeffs());
+        base.bwd = e.bwd;
+        base.orth = e.orth;
+      }
+    } catch (const std::exception& e) {
+      base.notes = "baseline failed: " + describe(e);
     }
-  } catch (const std::exception& e) {
-    r.note("baseline failed: " + describe(e));
   }
+  r.baseMs = base.ms;
+  r.baseTf = base.tf;
+  r.baseBwd = base.bwd;
+  r.baseOrth = base.orth;
+  if (!base.notes.empty()) r.note(base.notes);
   if (std::isfinite(r.oursMs) && std::isfinite(r.baseMs)) r.speedup = r.baseMs / r.oursMs;
   return r;
 }
@@ -826,7 +974,9 @@ void printLegend(const Options& o, int threads) {
       "  geqrf_e2e  end-to-end from a host Eigen::MatrixXf: ours = compute() + matrixQR() + hCoeffs() (host in,\n"
       "             host out, transfers included); baseline = Eigen::HouseholderQR::compute() on the CPU with %d\n"
       "             thread(s). std::chrono, median of %d after %d warm-up.\n"
-      "  TF/s       (2mn^2 - 2n^3/3) / time (m >= n), the LAPACK geqrf count, same for both methods.\n"
+      "  mode       tcqr::Precision of ours' products (setPrecision); the baseline always runs in the storage\n"
+      "             precision and is measured once per shape and precision, then repeated in each mode's row.\n"
+      "  TF/s       (2mn^2 - 2n^3/3) / time (m >= n), the LAPACK geqrf count, same for both methods and every mode.\n"
       "  speedup    baseline ms / ours ms (> 1: ours faster).\n"
       "  bwd        ||A - QR||_F / ||A||_F;  orth  ||I - Q^T Q||_F / n  (thin Q, n = min(m, n)).\n"
       "             geqrf: Q from cusolverDn<S|D>orgqr on a copy of each packed factor and tau (working precision),\n"
@@ -895,6 +1045,14 @@ int main(int argc, char** argv) {
   std::printf("\n%s\n", kTableHeader);
   std::fflush(stdout);
 
+  for (int p = 0; p < 2; ++p)
+    if ((p == 0 ? o.runFloat : o.runDouble) && modesFor(o, p == 1).empty())
+      std::printf("note: no listed mode applies to %s: its rows are skipped\n", p == 0 ? "float" : "double");
+  {
+    std::string list;
+    for (tcqr::Precision m : o.modes) list += (list.empty() ? "" : ",") + std::string(tcqr::precisionName(m));
+    std::printf("modes: %s (Default = the library default: FP32 for float, FP64 for double)\n", list.c_str());
+  }
   CsvWriter csv(o, card, date);
   std::vector<Row> rows;
   int failed = 0;
@@ -922,20 +1080,26 @@ int main(int argc, char** argv) {
       if (fatal) break;
       for (int p = 0; p < 2 && !fatal; ++p) {
         if ((p == 0 && !o.runFloat) || (p == 1 && !o.runDouble)) continue;
-        try {
-          emit(p == 0 ? deviceRow<float>(*h, o, s, cusolverVersion) : deviceRow<double>(*h, o, s, cusolverVersion));
-        } catch (const std::exception& e) {
-          Row r;
-          r.op = "geqrf";
-          r.precision = p == 0 ? "float" : "double";
-          r.m = s.m;
-          r.n = s.n;
-          r.baseline = p == 0 ? "cusolverDnSgeqrf" : "cusolverDnDgeqrf";
-          r.note(std::string("row failed: ") + e.what());
-          emit(r);
-          if (!deviceUsable()) {
-            std::fprintf(stderr, "qr_bench: the device is in a sticky error state; stopping\n");
-            fatal = true;
+        Baseline base;
+        for (tcqr::Precision mode : modesFor(o, p == 1)) {
+          if (fatal) break;
+          try {
+            emit(p == 0 ? deviceRow<float>(*h, o, s, mode, cusolverVersion, base)
+                        : deviceRow<double>(*h, o, s, mode, cusolverVersion, base));
+          } catch (const std::exception& e) {
+            Row r;
+            r.op = "geqrf";
+            r.precision = p == 0 ? "float" : "double";
+            r.mode = tcqr::precisionName(mode);
+            r.m = s.m;
+            r.n = s.n;
+            r.baseline = p == 0 ? "cusolverDnSgeqrf" : "cusolverDnDgeqrf";
+            r.note(std::string("row failed: ") + e.what());
+            emit(r);
+            if (!deviceUsable()) {
+              std::fprintf(stderr, "qr_bench: the device is in a sticky error state; stopping\n");
+              fatal = true;
+            }
           }
         }
       }
@@ -943,17 +1107,21 @@ int main(int argc, char** argv) {
   }
 
   if (!fatal && o.e2e.m > 0) {
-    try {
-      emit(e2eRow(o, threads));
-    } catch (const std::exception& e) {
-      Row r;
-      r.op = "geqrf_e2e";
-      r.precision = "float";
-      r.m = o.e2e.m;
-      r.n = o.e2e.n;
-      r.baseline = "Eigen::HouseholderQR(cpu," + std::to_string(threads) + " threads)";
-      r.note(std::string("row failed: ") + e.what());
-      emit(r);
+    Baseline cpu;
+    for (tcqr::Precision mode : modesFor(o, false)) {
+      try {
+        emit(e2eRow(o, threads, mode, cpu));
+      } catch (const std::exception& e) {
+        Row r;
+        r.op = "geqrf_e2e";
+        r.precision = "float";
+        r.mode = tcqr::precisionName(mode);
+        r.m = o.e2e.m;
+        r.n = o.e2e.n;
+        r.baseline = "Eigen::HouseholderQR(cpu," + std::to_string(threads) + " threads)";
+        r.note(std::string("row failed: ") + e.what());
+        emit(r);
+      }
     }
   }
 

@@ -12,6 +12,8 @@
 #   tests       ctest --output-on-failure (all tests, GPU ones included)                           -> $OUT/ctest.log
 #   examples    example_swap 8192 2048, example_least_squares                                      -> $OUT/examples.log
 #   bench       qr_bench $BENCH_ARGS, CSV appended to $BENCH_CSV and copied to $OUT/h100.csv       -> $OUT/bench.log
+#   accuracy    precision_accuracy $ACCURACY_ARGS (every precision mode, 4096 x 4096, issue 4's bounds)
+#               -> $OUT/precision_accuracy.md, $OUT/precision_accuracy.csv                        -> $OUT/accuracy.log
 #   summary     phase exit codes, ctest counts, the benchmark table                                -> $OUT/summary.txt
 #
 # Environment:
@@ -19,6 +21,8 @@
 #   BUILD_DIR     build folder (default build-gpu)
 #   SKIP_TESTS=1  do not build or run the tests
 #   SKIP_BENCH=1  do not run the benchmark
+#   SKIP_ACCURACY=1  do not run precision_accuracy
+#   ACCURACY_ARGS extra precision_accuracy arguments, word-split (e.g. "--n 1024" or "--modes FP16,TF32")
 #   BENCH_ARGS    extra qr_bench arguments, word-split (default: none = the full run), e.g. "--quick" or
 #                 "--shapes 16384x16384 --precision float"; do not pass --csv here, use BENCH_CSV
 #   BENCH_CSV     CSV the benchmark appends to (default bench/results/h100.csv)
@@ -31,6 +35,7 @@ BUILD_DIR="${BUILD_DIR:-build-gpu}"
 BENCH_CSV="${BENCH_CSV:-bench/results/h100.csv}"
 SKIP_TESTS="${SKIP_TESTS:-0}"
 SKIP_BENCH="${SKIP_BENCH:-0}"
+SKIP_ACCURACY="${SKIP_ACCURACY:-0}"
 JOBS="$(nproc 2>/dev/null || echo 4)"
 
 if [[ ! -f CMakeLists.txt || ! -d include/tcqr ]]; then
@@ -94,7 +99,8 @@ run_phase build "$OUT/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS"
 if [[ "${RC[build]}" != "0" ]]; then
   # A broken test must not keep the examples and the benchmark from being built: retry those targets alone.
   run_phase build-retry "$OUT/build.log" \
-    cmake --build "$BUILD_DIR" --parallel "$JOBS" --target example_swap example_least_squares qr_bench
+    cmake --build "$BUILD_DIR" --parallel "$JOBS" --target example_swap example_least_squares qr_bench \
+    precision_accuracy
 fi
 
 # ---- tests ------------------------------------------------------------------------------------------------------
@@ -127,6 +133,19 @@ else
   else
     echo "gpu_check.sh: $BENCH_CSV was not written" | tee -a "$OUT/bench.log"
   fi
+fi
+
+# ---- accuracy of the precision modes ---------------------------------------------------------------------------
+: >"$OUT/accuracy.log"
+if [[ "$SKIP_ACCURACY" == "1" ]]; then
+  skip_phase accuracy "SKIP_ACCURACY=1"
+else
+  read -r -a accuracy_args <<<"${ACCURACY_ARGS:-}"
+  acc_commit_args=()
+  if [[ -n "${TCQR_COMMIT:-}" ]]; then acc_commit_args=(--commit "$TCQR_COMMIT"); fi
+  run_phase accuracy "$OUT/accuracy.log" "$BUILD_DIR/bench/precision_accuracy" \
+    --md "$OUT/precision_accuracy.md" --csv "$OUT/precision_accuracy.csv" \
+    ${acc_commit_args[@]+"${acc_commit_args[@]}"} ${accuracy_args[@]+"${accuracy_args[@]}"}
 fi
 
 # ---- summary ----------------------------------------------------------------------------------------------------
@@ -170,6 +189,16 @@ done
     else
       echo "  (no table; last lines of bench.log:)"
       tail -n 20 "$OUT/bench.log" | sed 's/^/  /'
+    fi
+  fi
+  if [[ "$SKIP_ACCURACY" != "1" ]]; then
+    echo
+    echo "accuracy (${ACCURACY_ARGS:-n = 4096, all modes}):"
+    if [[ -f "$OUT/precision_accuracy.md" ]]; then
+      grep -E '^[|]' "$OUT/precision_accuracy.md" || true
+    else
+      echo "  (no table; last lines of accuracy.log:)"
+      tail -n 20 "$OUT/accuracy.log" | sed 's/^/  /'
     fi
   fi
   echo

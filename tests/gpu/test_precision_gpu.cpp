@@ -1,0 +1,121 @@
+// test_precision_gpu.cpp - the precision modes (tcqr::Precision) on Backend::Cuda: the checks of
+// tests/host/test_precision.cpp (common/PrecisionChecks.h) on the device, agreement of the Host backend's emulation
+// with the device per mode, odd sizes that exercise the zero padding of the converted operands (kernels/
+// precision_kernels.cu pads the rows to a multiple of 8), and a 1000 x 1000 FP16 case with column norms spread over
+// 1e-6 .. 1e6.
+//
+// Exits with 77 (CTest: SKIP_RETURN_CODE, reported as skipped) when no CUDA device is usable.
+// clang-format off
+#include "common/TestConfig.h"  // first: eigen_assert throws, as in every test TU and in tcqr_test_common
+// clang-format on
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <Eigen/Dense>
+#include <Eigen/TensorCoreQR>
+
+#include "common/PrecisionChecks.h"
+
+using tcqr::Backend;
+using tcqr::Precision;
+using tcqr_test::Index;
+using tcqr_test::Mat;
+
+int main(int argc, char** argv) {
+  if (!tcqr::cudaDeviceAvailable()) {
+    std::printf("no CUDA device: skipped\n");
+    return 77;
+  }
+  doctest::Context context;
+  context.applyCommandLine(argc, argv);
+  return context.run();
+}
+
+namespace {
+// As the host test, plus sizes where the device's default block size (64) leaves several recursion levels.
+const std::vector<std::pair<Index, Index>> kShapes = {{300, 200}, {257, 129}, {120, 250}, {1001, 999}, {2048, 300}};
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE_TEMPLATE("[Cuda] every precision mode within its error bounds", T, float, double) {
+    TCQR_RANDOM_SEED();
+    Eigen::initParallel();
+    tcqr_test::modeBoundsSuite<T>(Backend::Cuda, kShapes);
+  }
+
+  TEST_CASE("[Cuda] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {
+    TCQR_RANDOM_SEED();
+    tcqr_test::modesDifferSuite(Backend::Cuda, 300, 200);
+    tcqr_test::modesDifferSuite(Backend::Cuda, 1001, 999);
+  }
+
+  TEST_CASE_TEMPLATE("[Cuda] column norms spread over 1e-6 .. 1e6", T, float, double) {
+    TCQR_RANDOM_SEED();
+    tcqr_test::spreadColumnsSuite<T>(Backend::Cuda, 300, 120);
+    tcqr_test::spreadColumnsSuite<T>(Backend::Cuda, 1001, 999);
+  }
+
+  TEST_CASE("[Cuda] FP16, 1000 x 1000, column norms spread over 1e-6 .. 1e6") {
+    TCQR_RANDOM_SEED();
+    using M = Mat<float>;
+    const M A = tcqr_test::spreadColumnsMatrix<float>(1000, 1000);
+    // Without the column scaling the largest columns (entries up to ~1e5) overflow FP16 (max 65504).
+    REQUIRE(A.cwiseAbs().maxCoeff() > 65504.0f);
+    const auto qr = tcqr_test::factorInMode<float>(A, Backend::Cuda, Precision::FP16);
+    REQUIRE(qr.info() == Eigen::Success);
+    const tcqr_test::QRErrors e = tcqr_test::measureErrors<float>(A, qr);
+    REQUIRE(e.finite);
+    const tcqr_test::ModeBounds b = tcqr_test::modeBounds(Precision::FP16);
+    CHECK(tcqr_test::report("backward", e.backward) <= tcqr_test::kTestSlack * b.backward);
+    CHECK(tcqr_test::report("orthogonality", e.orth) <= tcqr_test::kTestSlack * b.orth);
+    CHECK(tcqr_test::report("column-relative backward", e.colBackward) <= tcqr_test::kTestSlack * b.backward);
+  }
+
+  TEST_CASE_TEMPLATE("[Cuda] solve() in every precision mode", T, float, double) {
+    TCQR_RANDOM_SEED();
+    tcqr_test::modeSolveSuite<T>(Backend::Cuda, 300, 120);
+    tcqr_test::modeSolveSuite<T>(Backend::Cuda, 2001, 700);
+  }
+
+  TEST_CASE_TEMPLATE("[Cuda] setPrecision() and precision()", T, float, double) {
+    TCQR_RANDOM_SEED();
+    tcqr_test::precisionApiSuite<T>(Backend::Cuda);
+  }
+
+  // The Host backend's emulation and the device agree per mode, within what two backward-stable factorizations in
+  // that mode may differ by: kappa times the mode's backward bound (R relative to ||A||, the reflectors relative to
+  // their norm, tau relative). Host TF32 rounds to nearest (as kernels/precision_kernels.cu does for TF32x3), while
+  // cuBLAS's TF32 mode converts its FP32 operands itself; the bound covers either rounding.
+  TEST_CASE_TEMPLATE("[Cuda] Host and CUDA backends agree in every precision mode", T, float, double) {
+    TCQR_RANDOM_SEED();
+    Eigen::initParallel();
+    using M = Mat<T>;
+    const double kappa = 10.0;
+    for (auto mn : {std::pair<Index, Index>{1001, 999}, std::pair<Index, Index>{777, 333},
+                    std::pair<Index, Index>{300, 1200}}) {
+      const M A = tcqr_test::conditionedMatrix<T>(mn.first, mn.second, tcqr_test::Spectrum::Arithmetic, kappa);
+      for (Precision p : tcqr_test::modesOf<T>()) {
+        INFO(mn.first << " x " << mn.second << ", mode " << tcqr_test::modeString(p));
+        const auto onHost = tcqr_test::factorInMode<T>(A, Backend::Host, p);
+        const auto onDevice = tcqr_test::factorInMode<T>(A, Backend::Cuda, p);
+        REQUIRE(onHost.activeBackend() == Backend::Host);
+        REQUIRE(onDevice.activeBackend() == Backend::Cuda);
+        const double tol = kappa * tcqr_test::modeBounds(p).backward;
+        const Eigen::MatrixXd h = tcqr_test::toDouble(onHost.matrixQR()), d = tcqr_test::toDouble(onDevice.matrixQR());
+        const Eigen::MatrixXd dR = (h - d).template triangularView<Eigen::Upper>();
+        const Eigen::MatrixXd dY = (h - d).template triangularView<Eigen::StrictlyLower>();
+        const double yNorm = Eigen::MatrixXd(h.template triangularView<Eigen::StrictlyLower>()).norm();
+        CHECK(tcqr_test::report("R host vs cuda / tol", dR.norm() / tcqr_test::toDouble(A).norm() / tol) <= 1.0);
+        CHECK(tcqr_test::report("Y host vs cuda / tol", dY.norm() / std::max(1.0, yNorm) / tol) <= 1.0);
+        CHECK(tcqr_test::report("tau host vs cuda / tol",
+                                tcqr_test::relativeDifference(onDevice.hCoeffs(), onHost.hCoeffs()) / tol) <= 1.0);
+      }
+    }
+  }
+}

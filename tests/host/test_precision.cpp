@@ -1,0 +1,77 @@
+// test_precision.cpp - the precision modes (tcqr::Precision) on the Host backend, which emulates each mode's rounding
+// (operands rounded to TF32 / FP16 / BF16 before each product of the recursion; TF32x3 as three products): every
+// mode against the error bounds, proof that the reduced modes really change the arithmetic, FP16 on columns
+// whose norms span 1e-6 .. 1e6 (power-of-two column scaling), solve() in every mode, and the setPrecision() contract.
+// The checks are shared with tests/gpu/test_precision_gpu.cpp (common/PrecisionChecks.h).
+// clang-format off
+#include "common/TestConfig.h"  // first: redefines eigen_assert to throw EigenAssertionFailed
+// clang-format on
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <Eigen/Dense>
+#include <Eigen/TensorCoreQR>
+
+#include "common/PrecisionChecks.h"
+
+using tcqr::Backend;
+using tcqr::Precision;
+using tcqr_test::Index;
+
+namespace {
+// Moderate sizes keep the test fast on a CPU-only CI machine: tall, odd (n not a multiple of the block size, m odd)
+// and wide; all deep enough (n > 32, the host block size) for the recursion's products to run in the mode.
+const std::vector<std::pair<Index, Index>> kShapes = {{300, 200}, {257, 129}, {120, 250}};
+}  // namespace
+
+TEST_CASE_TEMPLATE("[Host] every precision mode within its error bounds", T, float, double) {
+  TCQR_RANDOM_SEED();
+  tcqr_test::modeBoundsSuite<T>(Backend::Host, kShapes);
+}
+
+TEST_CASE("[Host] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {
+  TCQR_RANDOM_SEED();
+  tcqr_test::modesDifferSuite(Backend::Host, 300, 200);
+  tcqr_test::modesDifferSuite(Backend::Host, 257, 129);
+}
+
+TEST_CASE_TEMPLATE("[Host] column norms spread over 1e-6 .. 1e6", T, float, double) {
+  TCQR_RANDOM_SEED();
+  tcqr_test::spreadColumnsSuite<T>(Backend::Host, 300, 120);
+  tcqr_test::spreadColumnsSuite<T>(Backend::Host, 257, 129);
+}
+
+TEST_CASE_TEMPLATE("[Host] solve() in every precision mode", T, float, double) {
+  TCQR_RANDOM_SEED();
+  tcqr_test::modeSolveSuite<T>(Backend::Host, 300, 120);
+}
+
+TEST_CASE_TEMPLATE("[Host] setPrecision() and precision()", T, float, double) {
+  TCQR_RANDOM_SEED();
+  tcqr_test::precisionApiSuite<T>(Backend::Host);
+}
+
+TEST_CASE("precision names and applicability") {
+  using tcqr::precisionSupported;
+  using tcqr::resolvePrecision;
+  CHECK(std::string(tcqr::precisionName(Precision::TF32x3)) == "TF32x3");
+  CHECK(std::string(tcqr::precisionName(Precision::FP64Emulated)) == "FP64Emulated");
+  CHECK(resolvePrecision(Precision::Default, false) == Precision::FP32);
+  CHECK(resolvePrecision(Precision::Default, true) == Precision::FP64);
+  CHECK(resolvePrecision(Precision::FP16, false) == Precision::FP16);
+  for (Precision p : tcqr_test::modesOf<float>()) {
+    CHECK(precisionSupported(p, false));
+    CHECK_FALSE(precisionSupported(p, true));
+  }
+  for (Precision p : tcqr_test::modesOf<double>()) {
+    CHECK(precisionSupported(p, true));
+    CHECK_FALSE(precisionSupported(p, false));
+  }
+  CHECK(precisionSupported(Precision::Default, false));
+  CHECK(precisionSupported(Precision::Default, true));
+}
