@@ -329,12 +329,13 @@ __global__ void signedLUKernel(S* LU, Index ld, int n, S* s, S* T, Index ldt) {
     __syncthreads();
   }
   if (!T) return;
-  // Row r of T L^T = row r of U S, by back substitution from the last column (L^T is unit upper).
+  // Row r of T L^T = row r of U S: (T L^T)(r, j) = T(r, j) + sum_{k < j} T(r, k) L(j, k), so the row is solved
+  // left to right; T(r, k) = 0 for k < r.
   for (int r = threadIdx.x; r < n; r += blockDim.x) {
     for (int j = 0; j < r; ++j) T[r + j * ldt] = S(0);
-    for (int j = n - 1; j >= r; --j) {
+    for (int j = r; j < n; ++j) {
       S acc = LU[r + j * ld] * s[j];
-      for (int k = j + 1; k < n; ++k) acc -= T[r + k * ldt] * LU[k + j * ld];
+      for (int k = r; k < j; ++k) acc -= T[r + k * ldt] * LU[j + k * ld];
       T[r + j * ldt] = acc;
     }
   }

@@ -9,6 +9,7 @@
 #include "common/TestConfig.h"  // first: eigen_assert throws, as in every test TU and in tcqr_test_common
 // clang-format on
 
+#include <cmath>
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -64,9 +65,10 @@ TEST_SUITE("gpu") {
   TEST_CASE("[Cuda] FP16, 1000 x 1000, column norms spread over 1e-6 .. 1e6") {
     TCQR_RANDOM_SEED();
     using M = Mat<float>;
-    const M A = tcqr_test::spreadColumnsMatrix<float>(1000, 1000);
-    // Without the column scaling the largest columns (entries up to ~1e5) overflow FP16 (max 65504).
-    REQUIRE(A.cwiseAbs().maxCoeff() > 65504.0f);
+    M A = tcqr_test::spreadColumnsMatrix<float>(1000, 1000);
+    // Without the column scaling the largest columns overflow FP16 (max 65504). The generator's largest entries are
+    // near that limit (1e6 / sqrt(1000) on average), so the matrix is scaled (by a power of two) until one is above it.
+    while (A.cwiseAbs().maxCoeff() <= 2 * 65504.0f) A *= 2.0f;
     const auto qr = tcqr_test::factorInMode<float>(A, Backend::Cuda, Precision::FP16);
     REQUIRE(qr.info() == Eigen::Success);
     const tcqr_test::QRErrors e = tcqr_test::measureErrors<float>(A, qr);
@@ -106,15 +108,22 @@ TEST_SUITE("gpu") {
         const auto onDevice = tcqr_test::factorInMode<T>(A, Backend::Cuda, p);
         REQUIRE(onHost.activeBackend() == Backend::Host);
         REQUIRE(onDevice.activeBackend() == Backend::Cuda);
-        const double tol = kappa * tcqr_test::modeBounds(p).backward;
-        const Eigen::MatrixXd h = tcqr_test::toDouble(onHost.matrixQR()), d = tcqr_test::toDouble(onDevice.matrixQR());
+        const double tol = kappa * tcqr_test::modeBounds(p, Backend::Cuda).backward;
+        // Householder's sign is ill-determined where tau is 1 to within the mode's error: the two backends may then
+        // reflect column j to opposite signs, and everything after it differs (QRChecks.h does the same for Eigen).
+        Index kc = 0;
+        while (kc < onHost.hCoeffs().size() && std::abs(double(onHost.hCoeffs()(kc)) - 1.0) > tol) ++kc;
+        if (kc < onHost.hCoeffs().size()) MESSAGE("sign ill-determined at column " << kc << ": comparing " << kc);
+        const Eigen::MatrixXd h = tcqr_test::toDouble(onHost.matrixQR().leftCols(kc)),
+                              d = tcqr_test::toDouble(onDevice.matrixQR().leftCols(kc));
         const Eigen::MatrixXd dR = (h - d).template triangularView<Eigen::Upper>();
         const Eigen::MatrixXd dY = (h - d).template triangularView<Eigen::StrictlyLower>();
         const double yNorm = Eigen::MatrixXd(h.template triangularView<Eigen::StrictlyLower>()).norm();
         CHECK(tcqr_test::report("R host vs cuda / tol", dR.norm() / tcqr_test::toDouble(A).norm() / tol) <= 1.0);
         CHECK(tcqr_test::report("Y host vs cuda / tol", dY.norm() / std::max(1.0, yNorm) / tol) <= 1.0);
         CHECK(tcqr_test::report("tau host vs cuda / tol",
-                                tcqr_test::relativeDifference(onDevice.hCoeffs(), onHost.hCoeffs()) / tol) <= 1.0);
+                                tcqr_test::relativeDifference(onDevice.hCoeffs().head(kc), onHost.hCoeffs().head(kc)) /
+                                    tol) <= 1.0);
       }
     }
   }
