@@ -32,7 +32,9 @@ enum class Panel { Auto, Geqrf, Tsqr };
 
 /// \brief Arithmetic of the matrix products inside a factorization (the GEMMs of the recursion: the trailing updates
 /// and the formation of W). Panels (geqrf, TSQR) always run in the storage precision, and so do products with Q after
-/// the factorization (solve(), householderQ()).
+/// the factorization (solve(), householderQ()). Those products use W (H_0...H_{k-1} = I - W Y^T), which was formed
+/// in the mode: their Q is orthogonal to the mode's precision, while householderSequence() (Eigen's product of the
+/// reflectors) is orthogonal to the storage precision in every mode.
 ///
 /// float:
 /// - FP32: cuBLAS SGEMM, no tensor cores.
