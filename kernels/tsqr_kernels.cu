@@ -396,60 +396,6 @@ __global__ void signedLUKernel(S* LU, Index ld, int n, S* s, S* T, Index ldt) {
   }
 }
 
-// One thread per row; the row lives in registers (NC entries, loops fully unrolled so indices are constants).
-template <typename S>
-__global__ void __launch_bounds__(256) reconstructWYKernel(const S* Q, Index ldq, Index m, int n, const S* LU,
-                                                           Index ldlu, const S* s, const S* R, Index ldr, S* A,
-                                                           Index lda, S* W, Index ldw, S* tau) {
-  __shared__ S sL[NC][NC + 1];  // sL[j][k] = L1(j, k), unit lower (identity beyond n)
-  __shared__ S sU[NC][NC + 1];  // sU[k][j] = U(k, j), upper (identity beyond n)
-  __shared__ S sS[NC];
-  for (int idx = threadIdx.x; idx < NC * NC; idx += blockDim.x) {
-    const int r = idx / NC, c = idx % NC;
-    const bool in = r < n && c < n;
-    sL[r][c] = (r == c) ? S(1) : ((in && r > c) ? LU[r + c * ldlu] : S(0));
-    sU[r][c] = (in && r <= c) ? LU[r + c * ldlu] : ((r == c) ? S(1) : S(0));
-  }
-  for (int j = threadIdx.x; j < NC; j += blockDim.x) sS[j] = (j < n) ? s[j] : S(1);
-  __syncthreads();
-  if (blockIdx.x == 0)
-    for (int j = threadIdx.x; j < n; j += blockDim.x) tau[j] = sU[j][j] * sS[j];
-
-  const Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x;
-  if (i >= m) return;
-  S q[NC], w[NC];
-#pragma unroll
-  for (int j = 0; j < NC; ++j) q[j] = (j < n) ? Q[i + j * ldq] : S(0);  // coalesced: consecutive threads, rows
-  // W(i,:) Y1^T = I(i,:) - Q(i,:) S_n : forward substitution with the unit lower L1.
-#pragma unroll
-  for (int j = 0; j < NC; ++j) {
-    S acc = ((i == j) ? S(1) : S(0)) - q[j] * sS[j];
-#pragma unroll
-    for (int k = 0; k < j; ++k) acc -= sL[j][k] * w[k];
-    w[j] = acc;
-  }
-  if (i >= n) {
-    // Y(i,:) U = -Q(i,:)  (reuses q for y).
-#pragma unroll
-    for (int j = 0; j < NC; ++j) {
-      S acc = -q[j];
-#pragma unroll
-      for (int k = 0; k < j; ++k) acc -= q[k] * sU[k][j];
-      q[j] = acc / sU[j][j];
-    }
-#pragma unroll
-    for (int j = 0; j < NC; ++j)
-      if (j < n) A[i + j * lda] = q[j];
-  } else {
-    const int ii = static_cast<int>(i);
-    for (int j = 0; j < n; ++j) A[i + j * lda] = (j < ii) ? sL[ii][j] : sS[ii] * R[ii + j * ldr];
-  }
-  // Constant indices only (unrolled, guarded): a run-time bound here would move q and w to local memory.
-#pragma unroll
-  for (int j = 0; j < NC; ++j)
-    if (j < n) W[i + j * ldw] = w[j];
-}
-
 template <typename K>
 void allowSharedMemory(K kernel, size_t bytes) {
   if (bytes > 48 * 1024)
@@ -524,17 +470,6 @@ void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, I
   TCQR_CHECK_LAUNCH("signedLUKernel");
 }
 
-template <typename S>
-void launchReconstructWY(const S* Q, Index ldq, Index m, Index n, const S* LU, Index ldlu, const S* s, const S* R,
-                         Index ldr, S* A, Index lda, S* W, Index ldw, S* tau, cudaStream_t stream) {
-  if (m <= 0 || n <= 0) return;
-  if (n > NC) detail::throwError(ErrorSource::Kernel, 0, "n > 32", "launchReconstructWY", __FILE__, __LINE__);
-  const Index blocks = (m + 255) / 256;
-  reconstructWYKernel<S><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(Q, ldq, m, static_cast<int>(n), LU, ldlu,
-                                                                            s, R, ldr, A, lda, W, ldw, tau);
-  TCQR_CHECK_LAUNCH("reconstructWYKernel");
-}
-
 #define TCQR_INSTANTIATE(S)                                                                                        \
   template void launchTsqrTileQR<S>(S*, Index, Index, Index, Index, S*, S*, Index, cudaStream_t);                 \
   template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t, S*, \
@@ -542,9 +477,7 @@ void launchReconstructWY(const S* Q, Index ldq, Index m, Index n, const S* LU, I
   template void launchTsqrApplyQReconstructWY<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index,   \
                                                  const S*, Index, const S*, const S*, Index, const S*, Index, S*,   \
                                                  Index, S*, Index, S*, cudaStream_t);                               \
-  template void launchSignedLU<S>(S*, Index, Index, S*, cudaStream_t, S*, Index);                                \
-  template void launchReconstructWY<S>(const S*, Index, Index, Index, const S*, Index, const S*, const S*, Index, \
-                                       S*, Index, S*, Index, S*, cudaStream_t);
+  template void launchSignedLU<S>(S*, Index, Index, S*, cudaStream_t, S*, Index);
 TCQR_INSTANTIATE(float)
 TCQR_INSTANTIATE(double)
 #undef TCQR_INSTANTIATE

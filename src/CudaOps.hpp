@@ -235,10 +235,6 @@ struct CudaOps {
     kernels::launchTsqrApplyQReconstructWY<S>(X.p, X.ld, X.rows, X.cols, tiles, tauTiles, C.p, C.ld, LU.p, LU.ld, s,
                                               T.p, T.ld, R.p, R.ld, A.p, A.ld, W.p, W.ld, tau, stream);
   }
-  void reconstructWY(View<S> Q, View<S> LU, const S* s, View<S> R, View<S> A, View<S> W, S* tau) {
-    kernels::launchReconstructWY<S>(Q.p, Q.ld, Q.rows, Q.cols, LU.p, LU.ld, s, R.p, R.ld, A.p, A.ld, W.p, W.ld, tau,
-                                    stream);
-  }
 };
 
 // double: native FP64 or cuBLAS's fixed-point emulation (the handle's emulation strategy is set by the state).

@@ -271,27 +271,6 @@ struct HostOps {
     map(W) = y * map(T).template triangularView<Eigen::Upper>();
     for (Index j = 0; j < n; ++j) tau[j] = lu(j, j) * s[j];
   }
-  void reconstructWY(View<S> Q, View<S> LU, const S* s, View<S> R, View<S> A, View<S> W, S* tau) {
-    const Index m = Q.rows, n = Q.cols;
-    auto lu = map(LU);
-    Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>> sv(s, n);
-    auto w = map(W);
-    // W Y1^T = I - Q S_n
-    w = -map(Q) * sv.asDiagonal();
-    w.diagonal().array() += S(1);
-    lu.template triangularView<Eigen::UnitLower>().transpose().template solveInPlace<Eigen::OnTheRight>(w);
-    // Y2 U = -Q2 (rows >= n); Q and A may alias, so this comes after W, which read Q.
-    auto a = map(A);
-    if (m > n) {
-      auto y2 = a.bottomRows(m - n);
-      y2 = -map(Q).bottomRows(m - n);
-      lu.template triangularView<Eigen::Upper>().template solveInPlace<Eigen::OnTheRight>(y2);
-    }
-    // top rows: L1 strictly below the diagonal, S_n R on and above it
-    for (Index j = 0; j < n; ++j)
-      for (Index i = 0; i < n; ++i) a(i, j) = (i > j) ? lu(i, j) : s[i] * map(R)(i, j);
-    for (Index j = 0; j < n; ++j) tau[j] = lu(j, j) * s[j];
-  }
 
  private:
   static Index tileBegin(Index m, Index tiles, Index t) { return (m * t) / tiles; }

@@ -52,9 +52,10 @@ template <typename S>
 void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
                           cudaStream_t stream, S* out = nullptr, Index ldo = 0, Index outRows = 0);
 
-/// launchTsqrTileApplyQ for the last level (level 0) fused with launchReconstructWY: the explicit Q is formed tile by
-/// tile in registers and never stored; A (may alias X: each block reads its tile before writing the same rows), W and
-/// tau receive what launchReconstructWY writes, W computed as Y T. LU, s and T come from launchSignedLU on Q's top
+/// launchTsqrTileApplyQ for the last level (level 0) fused with ReconstructWY's pass over the rows (Ballard et al.):
+/// the explicit Q is formed tile by tile in registers and never stored. With Q S_n = I - Y T Y1^T: rows i >= n get
+/// Y(i,:) = -Q(i,:) U^{-1}, rows i < n the packed factor (L below the diagonal, s_i R(i,:) on and above it), every row
+/// W(i,:) = Y(i,:) T, and tau_i = U_ii s_i. A may alias X (each block reads its tile before writing the same rows). LU, s and T come from launchSignedLU on Q's top
 /// n x n block (formed by launchTsqrTileApplyQ with out = LU).
 template <typename S>
 void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tauTiles, const S* C,
@@ -68,13 +69,6 @@ void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Inde
 template <typename S>
 void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T = nullptr, Index ldt = 0);
 
-/// ReconstructWY, step 2, one pass over the rows of Q (m x n): with Q S_n = I - Y T Y1^T,
-///   rows i >= n: Y(i,:) = -Q(i,:) U^{-1};  all rows: W(i,:) = (I(i,:) - Q(i,:) S_n) Y1^{-T},
-/// written as the packed factor into A (rows < n: L below the diagonal and s_i R(i,:) on and above it) and W.
-/// tau_i = U_ii s_i. Q and A may alias (each row is read before it is written).
-template <typename S>
-void launchReconstructWY(const S* Q, Index ldq, Index m, Index n, const S* LU, Index ldlu, const S* s, const S* R,
-                         Index ldr, S* A, Index lda, S* W, Index ldw, S* tau, cudaStream_t stream);
 
 }  // namespace kernels
 }  // namespace tcqr
