@@ -174,7 +174,11 @@ struct CudaOps {
     Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
   }
 
-  void columnScales(View<S> A, S* d) { kernels::launchColumnScales<S>(A.p, A.ld, A.rows, A.cols, d, stream); }
+  // The conversion workspace is free before the first GEMM of a factorization; it holds the column maxima and sums.
+  void columnScales(View<S> A, S* d) {
+    void* w = conversion->reserve(16 * std::max<Index>(A.cols, 1), stream);
+    kernels::launchColumnScales<S>(A.p, A.ld, A.rows, A.cols, d, w, stream);
+  }
   void scaleColumns(View<S> A, const S* d, bool inverse, bool upperOnly) {
     kernels::launchScaleColumns<S>(A.p, A.ld, A.rows, A.cols, d, inverse, upperOnly, stream);
   }

@@ -92,9 +92,10 @@ void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T
 /// launchConvertFromFloat. `hi` and `lo` must be 16-byte aligned.
 void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream);
 
-/// d_j = 2^-e_j with 2^(e_j - 1) <= ||A(:, j)||_2 < 2^e_j (1 for a zero or non-finite column).
+/// d_j = 2^-e_j with 2^(e_j - 1) <= ||A(:, j)||_2 < 2^e_j (1 for a zero or non-finite column). `work`: 16 * cols
+/// bytes of device memory, 8-byte aligned.
 template <typename S>
-void launchColumnScales(const S* A, Index lda, Index rows, Index cols, S* d, cudaStream_t stream);
+void launchColumnScales(const S* A, Index lda, Index rows, Index cols, S* d, void* work, cudaStream_t stream);
 
 /// A(:, j) *= d_j, or /= d_j when `inverse`; with `upperOnly` only rows i <= j are touched (the R part of a packed QR).
 template <typename S>
