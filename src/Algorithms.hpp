@@ -191,6 +191,7 @@ template <class Ops, typename S>
 void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch, S* colScale = nullptr) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n);
   if (k == 0) return;
+  if (k <= nb && n == k) colScale = nullptr;  // one panel and no trailing update: no product runs in the mode
   if (colScale) {
     ops.columnScales(A, colScale);
     ops.scaleColumns(A, colScale, false, false);

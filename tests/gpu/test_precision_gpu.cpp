@@ -39,8 +39,10 @@ int main(int argc, char** argv) {
 }
 
 namespace {
-// As the host test, plus sizes where the device's default block size (64) leaves several recursion levels.
-const std::vector<std::pair<Index, Index>> kShapes = {{300, 200}, {257, 129}, {120, 250}, {1001, 999}, {2048, 300}};
+// As the host test, plus sizes where the device's default block size leaves several recursion levels, and 2100 x 1100,
+// whose top split (544 columns) exceeds kTrmmCutoff (512): the recursive TRMM runs in the mode there.
+const std::vector<std::pair<Index, Index>> kShapes = {{300, 200}, {257, 129}, {120, 250}, {1001, 999}, {2048, 300},
+                                                      {2100, 1100}};
 }  // namespace
 
 TEST_SUITE("gpu") {
