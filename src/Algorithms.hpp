@@ -3,6 +3,7 @@
 //   gemm(opA, opB, alpha, A, B, beta, C)        C = alpha op(A) op(B) + beta C, in the object's precision mode
 //   gemmExact(opA, opB, alpha, A, B, beta, C)   the same in the storage precision (small products inside a panel)
 //   columnScales(A, d), scaleColumns(A, d, inverse, upperOnly)   power-of-two column scaling (FP16 mode)
+//   trmmLowerAcc(opL, alpha, L, Z, C, cutoff)   C += alpha op(L) Z, L lower triangular (trmmLowerAccGeneric or better)
 //   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
@@ -58,29 +59,44 @@ void formPanelW(Ops& ops, View<S> A, const S* tau, View<S> W, S* scratch) {
   ops.trmmRightUpper(W, T);
 }
 
-/// C += alpha op(L) Z for a k x k lower triangular L stored with explicit zeros above its diagonal: the recursive
-/// TRMM of TPDS'25 Algorithm 3. The diagonal blocks recurse and the off-diagonal block is one GEMM, so the GEMMs stay
-/// large (tensor-core friendly) while the flops approach half of a full GEMM's. Below `cutoff` rows the triangle is
-/// multiplied as a full block. Runs in the backend's precision mode, like every gemm().
-template <class Ops, typename S>
-void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
-  const Index k = L.rows;
+/// The block structure of the recursive TRMM of TPDS'25 Algorithm 3, for C += alpha op(L) Z with L (k x k) lower
+/// triangular: the diagonal blocks recurse, the off-diagonal block is one GEMM, so the GEMMs stay large (tensor-core
+/// friendly) while the flops approach half of a full GEMM's. Below `cutoff` rows a diagonal block is multiplied as a
+/// full block (zeros above its diagonal included). `gemm(op, lr, lc, lnr, lnc, zr, cr)` must perform
+///   C(cr : cr + rows(op(Lb)), :) += alpha op(Lb) Z(zr : zr + cols(op(Lb)), :),  Lb = L(lr : lr + lnr, lc : lc + lnc).
+/// Splits are rounded to multiples of 16 so that every block starts 16-byte aligned in converted copies.
+template <class BlockGemm>
+void trmmLowerBlocks(BlockGemm& gemm, Op opL, Index r0, Index k, Index cutoff) {
   if (k <= cutoff) {
-    ops.gemm(opL, Op::N, alpha, L, Z, S(1), C);
+    gemm(opL, r0, r0, k, k, r0, r0);
     return;
   }
-  const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;  // multiples of 16 keep the GEMM operands aligned
-  View<S> L11 = L.block(0, 0, k1, k1), L21 = L.block(k1, 0, k2, k1), L22 = L.block(k1, k1, k2, k2);
-  View<S> Z1 = Z.topRows(k1), Z2 = Z.bottomRows(k2), C1 = C.topRows(k1), C2 = C.bottomRows(k2);
-  if (opL == Op::N) {  // [C1; C2] += [L11 0; L21 L22] [Z1; Z2]
-    trmmLowerAcc(ops, opL, alpha, L11, Z1, C1, cutoff);
-    ops.gemm(Op::N, Op::N, alpha, L21, Z1, S(1), C2);
-    trmmLowerAcc(ops, opL, alpha, L22, Z2, C2, cutoff);
-  } else {  // [C1; C2] += [L11^T L21^T; 0 L22^T] [Z1; Z2]
-    trmmLowerAcc(ops, opL, alpha, L11, Z1, C1, cutoff);
-    ops.gemm(Op::T, Op::N, alpha, L21, Z2, S(1), C1);
-    trmmLowerAcc(ops, opL, alpha, L22, Z2, C2, cutoff);
-  }
+  const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;
+  trmmLowerBlocks(gemm, opL, r0, k1, cutoff);
+  if (opL == Op::N)  // [C1; C2] += [L11 0; L21 L22] [Z1; Z2]: C2 += L21 Z1
+    gemm(Op::N, r0 + k1, r0, k2, k1, r0, r0 + k1);
+  else  // [C1; C2] += [L11^T L21^T; 0 L22^T] [Z1; Z2]: C1 += L21^T Z2
+    gemm(Op::T, r0 + k1, r0, k2, k1, r0 + k1, r0);
+  trmmLowerBlocks(gemm, opL, r0 + k1, k2, cutoff);
+}
+
+/// trmmLowerBlocks with ops.gemm on views of L, Z and C (operands converted per product in the tensor-core modes).
+template <class Ops, typename S>
+void trmmLowerAccGeneric(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
+  auto gemm = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
+    const Index zRows = op == Op::N ? lnc : lnr, cRows = op == Op::N ? lnr : lnc;
+    ops.gemm(op, Op::N, alpha, L.block(lr, lc, lnr, lnc), Z.block(zr, 0, zRows, Z.cols), S(1),
+             C.block(cr, 0, cRows, C.cols));
+  };
+  trmmLowerBlocks(gemm, opL, 0, L.rows, cutoff);
+}
+
+/// C += alpha op(L) Z for a k x k lower triangular L stored with explicit zeros above its diagonal (the recursive TRMM
+/// above). The backend chooses how: ops.trmmLowerAcc (CudaOps converts L and Z once in the tensor-core modes).
+template <class Ops, typename S>
+void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
+  if (L.rows == 0 || Z.cols == 0) return;
+  ops.trmmLowerAcc(opL, alpha, L, Z, C, cutoff);
 }
 
 /// B <- (I - W Y^T)^T B = B - Y (W^T B). Y is the m x k unit lower trapezoid stored in `Yp` (Householder vectors below

@@ -68,6 +68,10 @@ struct HostOps {
     else c.noalias() += alpha * a.transpose() * b.transpose();
   }
 
+  void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
+    trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff);
+  }
+
   void columnScales(View<S> A, S* d) {
     auto a = map(A);
     for (Index j = 0; j < A.cols; ++j) {
