@@ -74,7 +74,9 @@ __device__ __forceinline__ void storeColumn(const S (&x)[kSlots], S* col, int nr
 template <typename S, int kTileWarps>
 __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
                                                                  Index tiles, S* __restrict__ tau,
-                                                                 S* __restrict__ Rout, Index ldr) {
+                                                                 S* __restrict__ Rout, Index ldr,
+                                                                 const S* __restrict__ src, Index lds,
+                                                                 int* notFinite) {
   __shared__ S sv[2][TR];
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
@@ -83,16 +85,22 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   constexpr int kColsPerWarp = NC / kTileWarps;
 
+  // The input: X itself, or src (level 0 read straight from the caller's matrix, checked for NaN/Inf on the way).
+  const S* in = src ? src : X;
+  const Index ldin = src ? lds : ldx;
   S x[kColsPerWarp][kSlots];
+  bool finite = true;
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int r = lane + 32 * k;
-      x[q][k] = (c < n && r < nr) ? X[r0 + r + c * ldx] : S(0);
+      x[q][k] = (c < n && r < nr) ? in[r0 + r + c * ldin] : S(0);
+      finite = finite && isfinite(x[q][k]);
     }
   }
+  if (notFinite && !__all_sync(0xffffffffu, finite) && lane == 0) *notFinite = 1;
 
   for (int j = 0; j < n; ++j) {
     S* v = sv[j & 1];
@@ -418,14 +426,17 @@ void checkTileShape(Index m, Index n, Index tiles, const char* who) {
 }  // namespace
 
 template <typename S>
-void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream) {
+void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream,
+                      const S* src, Index lds, int* notFinite) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrTileQR");
   const unsigned grid = static_cast<unsigned>(tiles);
   if (manyTiles(tiles))
-    tsqrTileQRKernel<S, 8><<<grid, 8 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr);
+    tsqrTileQRKernel<S, 8><<<grid, 8 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr, src,
+                                                         lds, notFinite);
   else
-    tsqrTileQRKernel<S, 32><<<grid, 32 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr);
+    tsqrTileQRKernel<S, 32><<<grid, 32 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr,
+                                                           src, lds, notFinite);
   TCQR_CHECK_LAUNCH("tsqrTileQRKernel");
 }
 
@@ -471,7 +482,8 @@ void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, I
 }
 
 #define TCQR_INSTANTIATE(S)                                                                                        \
-  template void launchTsqrTileQR<S>(S*, Index, Index, Index, Index, S*, S*, Index, cudaStream_t);                 \
+  template void launchTsqrTileQR<S>(S*, Index, Index, Index, Index, S*, S*, Index, cudaStream_t, const S*, Index,  \
+                                    int*);                                                                         \
   template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t, S*, \
                                         Index, Index);                                                             \
   template void launchTsqrApplyQReconstructWY<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index,   \

@@ -133,6 +133,17 @@ class CudaQRState final : public QRState<S> {
       TCQR_CHECK(cudaEventRecord(m_ready, cudaStreamLegacy));
       TCQR_CHECK(cudaStreamWaitEvent(stream(), m_ready, 0));
     }
+    if (rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols)) {
+      // The whole factorization is one TSQR panel: its level 0 reads dA directly and flags NaN/Inf on the way, which
+      // saves the device-to-device copy and the separate scan (two of the five passes over a tall-skinny A).
+      TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
+      CudaOps<S> ops = makeOps(true);
+      tsqrPanel(ops, viewA(), m_tau.get(), viewW(), m_scratch.get(), View<S>(const_cast<S*>(dA), rows, cols, ld),
+                m_flags.get());
+      TCQR_CHECK(
+          cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
+      return;
+    }
     if (rows * cols > 0)
       TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, dA, sizeof(S) * ld, sizeof(S) * rows, cols,
                                    cudaMemcpyDeviceToDevice, stream()));

@@ -217,6 +217,11 @@ struct HostOps {
       map(Rout.block(t * n, 0, n, n)) = map(tile.topRows(n)).template triangularView<Eigen::Upper>();
     }
   }
+  void tsqrTileQRFrom(View<S> src, View<S> X, Index tiles, S* tau, View<S> Rout, int* notFinite) {
+    map(X) = map(src);
+    if (notFinite && !map(X).allFinite()) *notFinite = 1;
+    tsqrTileQR(X, tiles, tau, Rout);
+  }
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
     const Index n = X.cols;
     Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> B;

@@ -6,7 +6,8 @@
 // The stages are separate functions so that the standalone tall-skinny QR (TallSkinny.hpp) can stop after the tree
 // (R only) or after the explicit Q (thin Q); tsqrPanel chains all three for the recursion.
 // Ops must additionally provide:
-//   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileApplyQ(X, tiles, tau, C), tsqrTopRowsQ(X, tiles, tau, C, out),
+//   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileQRFrom(src, X, tiles, tau, Rstack, notFinite),
+//   tsqrTileApplyQ(X, tiles, tau, C), tsqrTopRowsQ(X, tiles, tau, C, out),
 //   signedLU(LU, s, T), tsqrApplyQReconstructWY(X, tiles, tau, C, LU, s, T, R, A, W, tauOut), setIdentity(A)
 #pragma once
 
@@ -57,9 +58,11 @@ struct TsqrTree {
 };
 
 /// Stage 1: the tree. A (m x n, tsqrApplicable) is overwritten by the level-0 reflectors; uses
-/// tsqrTreeScratchSize(m, n) scalars at scratch.
+/// tsqrTreeScratchSize(m, n) scalars at scratch. With `src` (same shape as A, any leading dimension) level 0 reads the
+/// matrix from src instead of A, so a caller need not copy it into A first, and `*notFinite` is set to 1 when src
+/// holds a NaN or an infinity (it is left unchanged otherwise).
 template <class Ops, typename S>
-TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch) {
+TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr) {
   const Index n = A.cols;
   TsqrTree<S> t;
   S* p = scratch;
@@ -72,16 +75,21 @@ TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch) {
     t.tiles[t.levels] = tiles;
     t.tau[t.levels] = tauL;
     ++t.levels;
+    const bool fromSrc = t.levels == 1 && src.p != nullptr;
+    View<S> Rout;
     if (tiles == 1) {
-      t.R = View<S>(p, n, n, n);
+      Rout = t.R = View<S>(p, n, n, n);
       p += n * n;
-      ops.tsqrTileQR(X, tiles, tauL, t.R);
-      break;
+    } else {
+      Rout = View<S>(p, tiles * n, n, tiles * n);
+      p += tiles * n * n;
     }
-    View<S> next(p, tiles * n, n, tiles * n);
-    p += tiles * n * n;
-    ops.tsqrTileQR(X, tiles, tauL, next);
-    X = next;
+    if (fromSrc)
+      ops.tsqrTileQRFrom(src, X, tiles, tauL, Rout, notFinite);
+    else
+      ops.tsqrTileQR(X, tiles, tauL, Rout);
+    if (tiles == 1) break;
+    X = Rout;
   }
   t.end = p;
   return t;
@@ -120,10 +128,11 @@ void tsqrTopBlockQ(Ops& ops, const TsqrTree<S>& t, View<S> C, S* tiles, View<S> 
 
 /// QR of the panel A (m x n, m >= n, n <= kTsqrMaxCols) by TSQR + ReconstructWY. On exit A, tau and W are what
 /// geqrfPanel + formPanelW produce: the packed factor in Eigen/LAPACK layout, the coefficients, and W = Y T.
+/// With `src`, A's contents on entry are ignored: the matrix is read from src (see tsqrTree).
 template <class Ops, typename S>
-void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch) {
+void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr) {
   const Index n = A.cols;
-  const TsqrTree<S> t = tsqrTree(ops, A, scratch);  // 1. the tree
+  const TsqrTree<S> t = tsqrTree(ops, A, scratch, src, notFinite);  // 1. the tree
   S* p = t.end;
 
   View<S> C(p, n, n, n);  // 2. explicit Q, from the top level down to level 1

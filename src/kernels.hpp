@@ -41,8 +41,11 @@ namespace kernels {
 /// One TSQR level: each tile of X (m x n, n <= 32) is factored in place by Householder QR (Eigen/LAPACK conventions;
 /// R on and above the diagonal, essential reflector parts below), its n coefficients go to tau[t*n ...], and its
 /// n x n R (zeros below the diagonal) to rows [t*n, t*n + n) of Rout.
+/// With `src` non-null the tiles are read from src (leading dimension lds) instead of X, X only receives the result,
+/// and *notFinite is set to 1 if any entry read is NaN or infinite (left unchanged otherwise; may be null).
 template <typename S>
-void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream);
+void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream,
+                      const S* src = nullptr, Index lds = 0, int* notFinite = nullptr);
 
 /// The transpose step of a level: each tile of X (holding reflectors from launchTsqrTileQR) is overwritten with
 /// H_0 ... H_{n-1} [C_t; 0], where C_t are rows [t*n, t*n + n) of C (ldc). The result is this level's explicit Q.
