@@ -51,12 +51,16 @@ constexpr int kTileBlocksPerSM = W == 8 ? (sizeof(S) == 4 ? 4 : 2) : (sizeof(S) 
 constexpr int kManyTilesPerSM = 4;
 
 /// x <- (I - tau v v^T) x for one register-resident column; v and x are distributed over the warp like the tile.
+/// Callers apply it to all of a warp's columns, passing active = false for a column it must leave alone (the update is
+/// then selected away, so not even a NaN reaches it): guarding each call with a branch made the compiler run a
+/// warp's 4 columns one after another, each a chain of dependent shuffles, instead of interleaving them.
 template <typename S>
-__device__ __forceinline__ void reflectColumn(const S (&v)[kSlots], S (&x)[kSlots], S tj) {
+__device__ __forceinline__ void reflectColumn(const S (&v)[kSlots], S (&x)[kSlots], S tj, bool active = true) {
   S d = S(0);
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) d += v[k] * x[k];
-  d = warpSum(d) * tj;
+  const S sum = warpSum(d);  // every lane of the warp takes part, active or not
+  d = active ? sum * tj : S(0);
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) x[k] -= d * v[k];
 }
@@ -71,12 +75,50 @@ __device__ __forceinline__ void storeColumn(const S (&x)[kSlots], S* col, int nr
   }
 }
 
+/// The reflector of column j (Eigen's makeHouseholder: signs, zero-tail rule), built by the warp owning column j from
+/// its registers: column j becomes (beta at row j, the essential part below), v (shared, TR entries) receives the
+/// whole vector (zeros above row j, 1 at row j) and sTau[j] its coefficient.
+template <typename S, int kTileWarps>
+__device__ __forceinline__ void makeReflector(S (&x)[NC / kTileWarps][kSlots], int j, S* v, S* sTau, int lane) {
+  constexpr int kColsPerWarp = NC / kTileWarps;
+  const int qj = j / kTileWarps;
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    if (q != qj) continue;  // constant register indices: select the slot by comparison
+    S sq = S(0);
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k)
+      if (lane + 32 * k > j) sq += x[q][k] * x[q][k];
+    sq = warpSum(sq);
+    const S alpha = __shfl_sync(0xffffffffu, x[q][0], j);  // row j < 32 lives in slot 0 of lane j
+    S tj, beta, scale;
+    if (sq <= tinyNormSq<S>()) {
+      tj = S(0);
+      beta = alpha;
+      scale = S(0);
+    } else {
+      beta = sqrt(alpha * alpha + sq);
+      if (alpha >= S(0)) beta = -beta;
+      tj = (beta - alpha) / beta;
+      scale = S(1) / (alpha - beta);
+    }
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int r = lane + 32 * k;
+      if (r > j) x[q][k] *= scale;
+      else if (r == j) x[q][k] = beta;
+      v[r] = (r > j) ? x[q][k] : ((r == j) ? S(1) : S(0));
+    }
+    if (lane == 0) sTau[j] = tj;
+  }
+}
+
 template <typename S, int kTileWarps>
 __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
                                                                  Index tiles, S* __restrict__ tau,
                                                                  S* __restrict__ Rout, Index ldr,
                                                                  const S* __restrict__ src, Index lds,
-                                                                 int* notFinite) {
+                                                                 int* notFinite, bool storeAll) {
   __shared__ S sv[2][TR];
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
@@ -102,59 +144,33 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
   }
   if (notFinite && !__all_sync(0xffffffffu, finite) && lane == 0) *notFinite = 1;
 
+  // Look-ahead by one column: in step j every warp applies reflector j to its columns, and the warp owning column
+  // j + 1 then builds reflector j + 1 at once, so one barrier per step separates publishing a reflector from its use
+  // and the critical path of a step is one reflection plus one reflector (rather than a warp's whole update plus one
+  // reflector plus a second wait).
+  if (warp == 0) makeReflector<S, kTileWarps>(x, 0, sv[0], sTau, lane);
+  __syncthreads();
   for (int j = 0; j < n; ++j) {
-    S* v = sv[j & 1];
-    if (warp == j % kTileWarps) {  // the reflector of column j (Eigen's makeHouseholder: signs, zero-tail rule)
-      const int qj = j / kTileWarps;
-#pragma unroll
-      for (int q = 0; q < kColsPerWarp; ++q) {
-        if (q != qj) continue;  // constant register indices: select the slot by comparison
-        S sq = S(0);
-#pragma unroll
-        for (int k = 0; k < kSlots; ++k)
-          if (lane + 32 * k > j) sq += x[q][k] * x[q][k];
-        sq = warpSum(sq);
-        const S alpha = __shfl_sync(0xffffffffu, x[q][0], j);  // row j < 32 lives in slot 0 of lane j
-        S tj, beta, scale;
-        if (sq <= tinyNormSq<S>()) {
-          tj = S(0);
-          beta = alpha;
-          scale = S(0);
-        } else {
-          beta = sqrt(alpha * alpha + sq);
-          if (alpha >= S(0)) beta = -beta;
-          tj = (beta - alpha) / beta;
-          scale = S(1) / (alpha - beta);
-        }
-#pragma unroll
-        for (int k = 0; k < kSlots; ++k) {
-          const int r = lane + 32 * k;
-          if (r > j) x[q][k] *= scale;
-          else if (r == j) x[q][k] = beta;
-          v[r] = (r > j) ? x[q][k] : ((r == j) ? S(1) : S(0));
-        }
-        if (lane == 0) sTau[j] = tj;
-      }
-    }
-    __syncthreads();
     const S tj = sTau[j];
-    if (tj != S(0)) {
-      S vr[kSlots];
+    const S* v = sv[j & 1];
+    S vr[kSlots];
 #pragma unroll
-      for (int k = 0; k < kSlots; ++k) vr[k] = v[lane + 32 * k];
+    for (int k = 0; k < kSlots; ++k) vr[k] = v[lane + 32 * k];
 #pragma unroll
-      for (int q = 0; q < kColsPerWarp; ++q) {
-        const int c = warp + kTileWarps * q;
-        if (c > j && c < n) reflectColumn(vr, x[q], tj);
-      }
+    for (int q = 0; q < kColsPerWarp; ++q) {
+      const int c = warp + kTileWarps * q;
+      reflectColumn(vr, x[q], tj, c > j);  // columns >= n are zero and stay zero
     }
+    if (j + 1 < n && warp == (j + 1) % kTileWarps)
+      makeReflector<S, kTileWarps>(x, j + 1, sv[(j + 1) & 1], sTau, lane);
+    __syncthreads();
   }
 
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
     if (c >= n) continue;
-    storeColumn(x[q], X + r0 + c * ldx, nr, lane);
+    if (storeAll || t == 0) storeColumn(x[q], X + r0 + c * ldx, nr, lane);
     if (lane < n) Rout[t * n + lane + c * ldr] = (lane <= c) ? x[q][0] : S(0);
     if (lane == 0) tau[t * n + c] = sTau[c];
   }
@@ -193,9 +209,7 @@ __device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
 #pragma unroll
-    for (int q = 0; q < kColsPerWarp; ++q) {
-      if (warp + kTileWarps * q < n) reflectColumn(vr, x[q], tj);
-    }
+    for (int q = 0; q < kColsPerWarp; ++q) reflectColumn(vr, x[q], tj);  // columns >= n are zero and stay zero
   }
 }
 
@@ -427,16 +441,16 @@ void checkTileShape(Index m, Index n, Index tiles, const char* who) {
 
 template <typename S>
 void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream,
-                      const S* src, Index lds, int* notFinite) {
+                      const S* src, Index lds, int* notFinite, bool storeAll) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrTileQR");
   const unsigned grid = static_cast<unsigned>(tiles);
   if (manyTiles(tiles))
     tsqrTileQRKernel<S, 8><<<grid, 8 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr, src,
-                                                         lds, notFinite);
+                                                         lds, notFinite, storeAll || !src);
   else
     tsqrTileQRKernel<S, 32><<<grid, 32 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr,
-                                                           src, lds, notFinite);
+                                                           src, lds, notFinite, storeAll || !src);
   TCQR_CHECK_LAUNCH("tsqrTileQRKernel");
 }
 
@@ -483,7 +497,7 @@ void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, I
 
 #define TCQR_INSTANTIATE(S)                                                                                        \
   template void launchTsqrTileQR<S>(S*, Index, Index, Index, Index, S*, S*, Index, cudaStream_t, const S*, Index,  \
-                                    int*);                                                                         \
+                                    int*, bool);                                                                   \
   template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t, S*, \
                                         Index, Index);                                                             \
   template void launchTsqrApplyQReconstructWY<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index,   \

@@ -235,9 +235,10 @@ struct CudaOps {
   void tsqrTileQR(View<S> X, Index tiles, S* tau, View<S> Rout) {
     kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, Rout.p, Rout.ld, stream);
   }
-  void tsqrTileQRFrom(View<S> src, View<S> X, Index tiles, S* tau, View<S> Rout, int* notFinite) {
+  void tsqrTileQRFrom(View<S> src, View<S> X, Index tiles, S* tau, View<S> Rout, int* notFinite,
+                      bool storeAll = true) {
     kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, Rout.p, Rout.ld, stream, src.p, src.ld,
-                                 notFinite);
+                                 notFinite, storeAll);
   }
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
     kernels::launchTsqrTileApplyQ<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, stream);

@@ -217,7 +217,9 @@ struct HostOps {
       map(Rout.block(t * n, 0, n, n)) = map(tile.topRows(n)).template triangularView<Eigen::Upper>();
     }
   }
-  void tsqrTileQRFrom(View<S> src, View<S> X, Index tiles, S* tau, View<S> Rout, int* notFinite) {
+  // Stores every tile even when storeAll is false (which only allows leaving tiles > 0 unwritten).
+  void tsqrTileQRFrom(View<S> src, View<S> X, Index tiles, S* tau, View<S> Rout, int* notFinite,
+                      bool /*storeAll*/ = true) {
     map(X) = map(src);
     if (notFinite && !map(X).allFinite()) *notFinite = 1;
     tsqrTileQR(X, tiles, tau, Rout);

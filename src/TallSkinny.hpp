@@ -14,6 +14,8 @@
 
 #include <algorithm>
 
+#include "tcqr/Error.h"
+
 #include "Algorithms.hpp"
 #include "Tsqr.hpp"
 #include "View.hpp"
@@ -63,15 +65,21 @@ struct TallSkinnyViews {
   S* scratch = nullptr;
 };
 
+/// With `src` (m x n, Tree and Panel paths only) the input is read from src rather than from A, whose contents on
+/// entry are then ignored, and *notFinite is set to 1 if src holds a NaN or an infinity (see tsqrTree); for R alone
+/// the matrix is read once and A receives only its first tile.
 template <class Ops, typename S>
-void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb, PanelKind panel) {
+void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb, PanelKind panel,
+                  View<S> src = View<S>(), int* notFinite = nullptr) {
   const Index m = v.A.rows, n = v.A.cols;
   if (n == 0) return;
   const bool wantQ = (what & kTallSkinnyThinQ) != 0, wantWY = (what & kTallSkinnyWY) != 0;
   const TallSkinnyPath path = tallSkinnyPath(m, n, what);
+  if (src.p != nullptr && path == TallSkinnyPath::Recursive)
+    throw Error(ErrorSource::Usage, 0, "tallSkinnyQR", "tallSkinnyQR: the recursive path reads its input from A");
 
   if (path == TallSkinnyPath::Tree) {
-    const TsqrTree<S> t = tsqrTree(ops, v.A, v.scratch);
+    const TsqrTree<S> t = tsqrTree(ops, v.A, v.scratch, src, notFinite, /*keepLevel0=*/wantQ);
     S* p = t.end;
     View<S> C(p, n, n, n), LU(p + n * n, n, n, n);
     S* s = p + 2 * n * n;
@@ -88,7 +96,7 @@ void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb
   }
 
   if (path == TallSkinnyPath::Panel)
-    tsqrPanel(ops, v.A, v.tau, v.W, v.scratch);
+    tsqrPanel(ops, v.A, v.tau, v.W, v.scratch, src, notFinite);
   else
     factor(ops, v.A, v.tau, v.W, nb, panel, v.scratch);
 

@@ -98,6 +98,12 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
       TCQR_CHECK(cudaEventRecord(m_ready, cudaStreamLegacy));
       TCQR_CHECK(cudaStreamWaitEvent(stream(), m_ready, 0));
     }
+    // The TSQR paths read dA in their first kernel (which also flags NaN/Inf); only the recursive path needs the
+    // copy. Either way dA must stay unchanged until the computation has run on the stream.
+    if (tallSkinnyPath(rows, cols, what) != TallSkinnyPath::Recursive) {
+      run(View<S>(const_cast<S*>(dA), rows, cols, ld));
+      return;
+    }
     if (rows * cols > 0)
       TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, dA, sizeof(S) * ld, sizeof(S) * rows, cols,
                                    cudaMemcpyDeviceToDevice, stream()));
@@ -220,10 +226,11 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     m_what = what | 0x1u;
   }
 
-  void run() {
+  // Factors m_a, or src when given (a TSQR path: the tile kernel reads it and flags NaN/Inf; m_a is then output only).
+  void run(View<S> src = View<S>()) {
     const Index m = m_rows, n = m_cols;
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
-    kernels::launchFlagNonFinite<S>(m_a.get(), m, m, n, m_flags.get(), stream());
+    if (src.p == nullptr) kernels::launchFlagNonFinite<S>(m_a.get(), m, m, n, m_flags.get(), stream());
     TallSkinnyViews<S> v;
     v.A = View<S>(m_a.get(), m, n, m);
     v.W = View<S>(m_w.get(), m, n, m);
@@ -233,7 +240,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     v.tau = m_tau.get();
     v.scratch = m_scratch.get();
     TallSkinnyCudaOps<S> ops = makeOps();
-    tallSkinnyQR(ops, v, m_what, kNb, kPanel);
+    tallSkinnyQR(ops, v, m_what, kNb, kPanel, src, src.p ? m_flags.get() : nullptr);
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
   }
 

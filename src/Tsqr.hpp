@@ -6,7 +6,7 @@
 // The stages are separate functions so that the standalone tall-skinny QR (TallSkinny.hpp) can stop after the tree
 // (R only) or after the explicit Q (thin Q); tsqrPanel chains all three for the recursion.
 // Ops must additionally provide:
-//   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileQRFrom(src, X, tiles, tau, Rstack, notFinite),
+//   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileQRFrom(src, X, tiles, tau, Rstack, notFinite, storeAll),
 //   tsqrTileApplyQ(X, tiles, tau, C), tsqrTopRowsQ(X, tiles, tau, C, out),
 //   signedLU(LU, s, T), tsqrApplyQReconstructWY(X, tiles, tau, C, LU, s, T, R, A, W, tauOut), setIdentity(A)
 #pragma once
@@ -60,9 +60,11 @@ struct TsqrTree {
 /// Stage 1: the tree. A (m x n, tsqrApplicable) is overwritten by the level-0 reflectors; uses
 /// tsqrTreeScratchSize(m, n) scalars at scratch. With `src` (same shape as A, any leading dimension) level 0 reads the
 /// matrix from src instead of A, so a caller need not copy it into A first, and `*notFinite` is set to 1 when src
-/// holds a NaN or an infinity (it is left unchanged otherwise).
+/// holds a NaN or an infinity (it is left unchanged otherwise). With `src` and keepLevel0 = false only tile 0 of level
+/// 0 is stored into A (all tsqrTopBlockQ needs): for R alone the matrix is then read once and nothing is written.
 template <class Ops, typename S>
-TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr) {
+TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr,
+                     bool keepLevel0 = true) {
   const Index n = A.cols;
   TsqrTree<S> t;
   S* p = scratch;
@@ -85,7 +87,7 @@ TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), i
       p += tiles * n * n;
     }
     if (fromSrc)
-      ops.tsqrTileQRFrom(src, X, tiles, tauL, Rout, notFinite);
+      ops.tsqrTileQRFrom(src, X, tiles, tauL, Rout, notFinite, keepLevel0);
     else
       ops.tsqrTileQR(X, tiles, tauL, Rout);
     if (tiles == 1) break;

@@ -43,9 +43,10 @@ namespace kernels {
 /// n x n R (zeros below the diagonal) to rows [t*n, t*n + n) of Rout.
 /// With `src` non-null the tiles are read from src (leading dimension lds) instead of X, X only receives the result,
 /// and *notFinite is set to 1 if any entry read is NaN or infinite (left unchanged otherwise; may be null).
+/// With storeAll = false only tile 0's reflectors are written to X (R and tau of every tile still are).
 template <typename S>
 void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream,
-                      const S* src = nullptr, Index lds = 0, int* notFinite = nullptr);
+                      const S* src = nullptr, Index lds = 0, int* notFinite = nullptr, bool storeAll = true);
 
 /// The transpose step of a level: each tile of X (holding reflectors from launchTsqrTileQR) is overwritten with
 /// H_0 ... H_{n-1} [C_t; 0], where C_t are rows [t*n, t*n + n) of C (ldc). The result is this level's explicit Q.

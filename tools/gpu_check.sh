@@ -12,6 +12,8 @@
 #   tests       ctest --output-on-failure (all tests, GPU ones included)                           -> $OUT/ctest.log
 #   examples    example_swap 8192 2048, example_least_squares                                      -> $OUT/examples.log
 #   bench       qr_bench $BENCH_ARGS, CSV appended to $BENCH_CSV and copied to $OUT/h100.csv       -> $OUT/bench.log
+#   tsqr        tsqr_bench $TSQR_ARGS (tall-skinny QR against cuSOLVER), CSV appended to $TSQR_CSV and copied to
+#               $OUT/h100-tsqr.csv                                                                  -> $OUT/tsqr.log
 #   accuracy    precision_accuracy $ACCURACY_ARGS (every precision mode, 4096 x 4096, issue 4's bounds)
 #               -> $OUT/precision_accuracy.md, $OUT/precision_accuracy.csv                        -> $OUT/accuracy.log
 #   summary     phase exit codes, ctest counts, the benchmark table                                -> $OUT/summary.txt
@@ -21,6 +23,9 @@
 #   BUILD_DIR     build folder (default build-gpu)
 #   SKIP_TESTS=1  do not build or run the tests
 #   SKIP_BENCH=1  do not run the benchmark
+#   SKIP_TSQR=1   do not run tsqr_bench
+#   TSQR_ARGS     extra tsqr_bench arguments, word-split (e.g. "--shapes 8388608x32"); do not pass --csv, use TSQR_CSV
+#   TSQR_CSV      CSV tsqr_bench appends to (default bench/results/h100-tsqr.csv)
 #   SKIP_ACCURACY=1  do not run precision_accuracy
 #   ACCURACY_ARGS extra precision_accuracy arguments, word-split (e.g. "--n 1024" or "--modes FP16,TF32")
 #   BENCH_ARGS    extra qr_bench arguments, word-split (default: none = the full run), e.g. "--quick" or
@@ -36,6 +41,8 @@ BENCH_CSV="${BENCH_CSV:-bench/results/h100.csv}"
 SKIP_TESTS="${SKIP_TESTS:-0}"
 SKIP_BENCH="${SKIP_BENCH:-0}"
 SKIP_ACCURACY="${SKIP_ACCURACY:-0}"
+SKIP_TSQR="${SKIP_TSQR:-0}"
+TSQR_CSV="${TSQR_CSV:-bench/results/h100-tsqr.csv}"
 JOBS="$(nproc 2>/dev/null || echo 4)"
 
 if [[ ! -f CMakeLists.txt || ! -d include/tcqr ]]; then
@@ -100,7 +107,7 @@ if [[ "${RC[build]}" != "0" ]]; then
   # A broken test must not keep the examples and the benchmark from being built: retry those targets alone.
   run_phase build-retry "$OUT/build.log" \
     cmake --build "$BUILD_DIR" --parallel "$JOBS" --target example_swap example_least_squares qr_bench \
-    precision_accuracy
+    precision_accuracy tsqr_bench
 fi
 
 # ---- tests ------------------------------------------------------------------------------------------------------
@@ -133,6 +140,19 @@ else
   else
     echo "gpu_check.sh: $BENCH_CSV was not written" | tee -a "$OUT/bench.log"
   fi
+fi
+
+# ---- tall-skinny benchmark ---------------------------------------------------------------------------------------
+: >"$OUT/tsqr.log"
+if [[ "$SKIP_TSQR" == "1" ]]; then
+  skip_phase tsqr "SKIP_TSQR=1"
+else
+  read -r -a tsqr_args <<<"${TSQR_ARGS:-}"
+  tsqr_commit_args=()
+  if [[ -n "${TCQR_COMMIT:-}" ]]; then tsqr_commit_args=(--commit "$TCQR_COMMIT"); fi
+  run_phase tsqr "$OUT/tsqr.log" "$BUILD_DIR/bench/tsqr_bench" --csv "$TSQR_CSV" \
+    ${tsqr_commit_args[@]+"${tsqr_commit_args[@]}"} ${tsqr_args[@]+"${tsqr_args[@]}"}
+  if [[ -f "$TSQR_CSV" ]]; then cp "$TSQR_CSV" "$OUT/h100-tsqr.csv"; fi
 fi
 
 # ---- accuracy of the precision modes ---------------------------------------------------------------------------
@@ -190,6 +210,11 @@ done
       echo "  (no table; last lines of bench.log:)"
       tail -n 20 "$OUT/bench.log" | sed 's/^/  /'
     fi
+  fi
+  if [[ "$SKIP_TSQR" != "1" ]]; then
+    echo
+    echo "tsqr (${TSQR_ARGS:-default shapes}):"
+    grep -E '^(thinq|r_only) ' "$OUT/tsqr.log" | sed 's/^/  /' || tail -n 20 "$OUT/tsqr.log" | sed 's/^/  /'
   fi
   if [[ "$SKIP_ACCURACY" != "1" ]]; then
     echo
