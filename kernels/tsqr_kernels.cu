@@ -50,19 +50,68 @@ constexpr int kTileBlocksPerSM = W == 8 ? (sizeof(S) == 4 ? 4 : 2) : (sizeof(S) 
 /// Levels with at least this many tiles per SM use the 8-warp shape.
 constexpr int kManyTilesPerSM = 4;
 
-/// x <- (I - tau v v^T) x for one register-resident column; v and x are distributed over the warp like the tile.
-/// Callers apply it to all of a warp's columns, passing active = false for a column it must leave alone (the update is
-/// then selected away, so not even a NaN reaches it): guarding each call with a branch made the compiler run a
-/// warp's 4 columns one after another, each a chain of dependent shuffles, instead of interleaving them.
+/// Sums each of a warp's 4 values over its 32 lanes, the result in every lane: a reduce-scatter (the first two
+/// butterfly stages exchange half of the values, so lane bits 4 and 3 select which sum a lane carries on) and one
+/// broadcast per value: 10 shuffles and 6 additions against 20 and 20 for four warpSums.
 template <typename S>
-__device__ __forceinline__ void reflectColumn(const S (&v)[kSlots], S (&x)[kSlots], S tj, bool active = true) {
-  S d = S(0);
+__device__ __forceinline__ void warpSum4(S (&a)[4], int lane) {
+  const bool b4 = (lane & 16) != 0, b3 = (lane & 8) != 0;
+  S k0 = b4 ? a[2] : a[0], k1 = b4 ? a[3] : a[1];
+  const S s0 = b4 ? a[0] : a[2], s1 = b4 ? a[1] : a[3];
+  k0 += __shfl_xor_sync(0xffffffffu, s0, 16);
+  k1 += __shfl_xor_sync(0xffffffffu, s1, 16);
+  S k = b3 ? k1 : k0;
+  k += __shfl_xor_sync(0xffffffffu, b3 ? k0 : k1, 8);  // lane now carries value 2 b4 + b3, summed over 4 lanes
+  k += __shfl_xor_sync(0xffffffffu, k, 4);
+  k += __shfl_xor_sync(0xffffffffu, k, 2);
+  k += __shfl_xor_sync(0xffffffffu, k, 1);
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k) d += v[k] * x[k];
-  const S sum = warpSum(d);  // every lane of the warp takes part, active or not
-  d = active ? sum * tj : S(0);
+  for (int q = 0; q < 4; ++q) a[q] = __shfl_sync(0xffffffffu, k, (q >> 1) * 16 + (q & 1) * 8);
+}
+
+/// x_q <- (I - tau v v^T) x_q for a warp's register-resident columns q >= Q0 (v and x distributed over the warp like
+/// the tile); columns q < Q0 are left alone. The columns are straight-line code, so their shuffle chains interleave
+/// (guarding each column with a runtime branch made the compiler run them one after another), and a caller selects
+/// Q0 with one warp-uniform switch (reflectFrom), so finished columns cost nothing.
+template <typename S, int kCols, int Q0>
+__device__ __forceinline__ void reflectColumns(const S (&v)[kSlots], S (&x)[kCols][kSlots], S tj, int lane) {
+  S d[kCols];
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k) x[k] -= d * v[k];
+  for (int q = 0; q < kCols; ++q) {
+    d[q] = S(0);
+    if (q < Q0) continue;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) d[q] += v[k] * x[q][k];
+  }
+  if constexpr (kCols == 4 && Q0 <= 1) {
+    warpSum4(d, lane);
+  } else {
+#pragma unroll
+    for (int q = Q0; q < kCols; ++q) d[q] = warpSum(d[q]);
+  }
+#pragma unroll
+  for (int q = Q0; q < kCols; ++q) {
+    const S dq = d[q] * tj;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) x[q][k] -= dq * v[k];
+  }
+}
+
+/// reflectColumns for the columns q >= q0 (q0 warp-uniform; nothing for q0 >= kCols).
+template <typename S, int kCols>
+__device__ __forceinline__ void reflectFrom(int q0, const S (&v)[kSlots], S (&x)[kCols][kSlots], S tj, int lane) {
+  if constexpr (kCols == 4) {
+    switch (q0) {
+      case 0: reflectColumns<S, 4, 0>(v, x, tj, lane); break;
+      case 1: reflectColumns<S, 4, 1>(v, x, tj, lane); break;
+      case 2: reflectColumns<S, 4, 2>(v, x, tj, lane); break;
+      case 3: reflectColumns<S, 4, 3>(v, x, tj, lane); break;
+      default: break;
+    }
+  } else {
+    static_assert(kCols == 1, "tile shapes: 4 or 1 columns per warp");
+    if (q0 == 0) reflectColumns<S, 1, 0>(v, x, tj, lane);
+  }
 }
 
 /// Writes the first nr rows of a register-resident column to col (global memory).
@@ -156,11 +205,9 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
     S vr[kSlots];
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) vr[k] = v[lane + 32 * k];
-#pragma unroll
-    for (int q = 0; q < kColsPerWarp; ++q) {
-      const int c = warp + kTileWarps * q;
-      reflectColumn(vr, x[q], tj, c > j);  // columns >= n are zero and stay zero
-    }
+    // Columns c = warp + kTileWarps q > j take reflector j (those >= n are zero and stay zero).
+    const int q0 = j < warp ? 0 : (j - warp) / kTileWarps + 1;
+    reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
     if (j + 1 < n && warp == (j + 1) % kTileWarps)
       makeReflector<S, kTileWarps>(x, j + 1, sv[(j + 1) & 1], sTau, lane);
     __syncthreads();
@@ -208,8 +255,7 @@ __device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index
     S vr[kSlots];
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
-#pragma unroll
-    for (int q = 0; q < kColsPerWarp; ++q) reflectColumn(vr, x[q], tj);  // columns >= n are zero and stay zero
+    reflectColumns<S, kColsPerWarp, 0>(vr, x, tj, lane);  // columns >= n are zero and stay zero
   }
 }
 

@@ -32,7 +32,7 @@
 #                 "--shapes 16384x16384 --precision float"; do not pass --csv here, use BENCH_CSV
 #   BENCH_CSV     CSV the benchmark appends to (default bench/results/h100.csv)
 #   TCQR_COMMIT   commit string recorded in the CSV (default: the git hash qr_bench was configured with)
-#   CTEST_ARGS    extra ctest arguments, word-split (e.g. "-R gpu" or "--timeout 1200")
+#   CTEST_ARGS    extra ctest arguments, word-split (e.g. "-L gpu -j 4" or "--timeout 1200")
 set -euo pipefail
 
 OUT="${OUT:-./out}"
@@ -196,7 +196,7 @@ done
     echo
     echo "ctest:"
     # e.g. "95% tests passed, 1 tests failed out of 20"
-    grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$OUT/ctest.log" | tail -n 1 | sed 's/^/  /' ||
+    grep -E 'tests passed(, [0-9]+ tests? failed)? out of [0-9]+' "$OUT/ctest.log" | tail -n 1 | sed 's/^/  /' ||
       echo "  (no ctest result line; see ctest.log)"
     sed -n '/The following tests FAILED:/,/^Errors while running CTest/p' "$OUT/ctest.log" | sed 's/^/  /' || true
   fi
