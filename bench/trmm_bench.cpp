@@ -90,10 +90,15 @@ struct Trmm<double> {
   }
 };
 
+const char* schemeName(tcqr::detail::TrmmScheme s) {
+  return s == tcqr::detail::TrmmScheme::BlockRows ? "rows" : "recursive";
+}
+
 struct Options {
   std::vector<Index> sizes{4096, 8192, 16384};
   int reps = 7, warmup = 2;
   Index cutoff = tcqr::detail::kTrmmCutoff;
+  tcqr::detail::TrmmScheme scheme = tcqr::detail::kTrmmScheme;
   std::string csv = "bench/results/h100-trmm.csv";
   std::string commit = TCQR_BENCH_COMMIT;
 };
@@ -163,7 +168,7 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
 
   const double tTrmm = timeMs(stream, o.warmup, o.reps, [&] {
     zeroC();
-    tcqr::detail::trmmLowerAcc(ops, Op::N, S(1), vL, vZ, vC, o.cutoff);
+    tcqr::detail::trmmLowerAcc(ops, Op::N, S(1), vL, vZ, vC, o.cutoff, o.scheme);
   });
   const double eTrmm = error();
   const double tGemm = timeMs(stream, o.warmup, o.reps, [&] {
@@ -177,9 +182,9 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
   });
   const double eVendor = error();
 
-  std::printf("%-6s %-8s %6lld | recursive TRMM %9.3f ms %7.1f TF/s err %.2e | GEMM %9.3f ms err %.2e | x%.2f | "
+  std::printf("%-6s %-8s %6lld | %s TRMM %9.3f ms %7.1f TF/s err %.2e | GEMM %9.3f ms err %.2e | x%.2f | "
               "cublas trmm %9.3f ms err %.2e | x%.2f\n",
-              Trmm<S>::name(), tcqr::precisionName(mode), (long long)n, tTrmm, flops / tTrmm * 1e-9, eTrmm, tGemm,
+              Trmm<S>::name(), tcqr::precisionName(mode), (long long)n, schemeName(o.scheme), tTrmm, flops / tTrmm * 1e-9, eTrmm, tGemm,
               eGemm, tGemm / tTrmm, tVendor, eVendor, tVendor / tTrmm);
   std::fflush(stdout);
   if (!o.csv.empty()) {
@@ -189,11 +194,11 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
     std::ofstream f(o.csv, std::ios::app);
     if (fresh)
       f << "card,date,commit,precision,mode,n,cutoff,trmm_ms,trmm_tflops,trmm_err,gemm_ms,gemm_err,speedup_vs_gemm,"
-           "cublas_trmm_ms,cublas_trmm_err,speedup_vs_cublas_trmm\n";
+           "cublas_trmm_ms,cublas_trmm_err,speedup_vs_cublas_trmm,scheme\n";
     f << card << ',' << date << ',' << o.commit << ',' << Trmm<S>::name() << ','
       << tcqr::precisionName(mode) << ',' << n << ',' << o.cutoff << ',' << tTrmm << ',' << flops / tTrmm * 1e-9
       << ',' << eTrmm << ',' << tGemm << ',' << eGemm << ',' << tGemm / tTrmm << ',' << tVendor << ',' << eVendor
-      << ',' << tVendor / tTrmm << '\n';
+      << ',' << tVendor / tTrmm << ',' << schemeName(o.scheme) << '\n';
   }
   BENCH_CHECK(cudaFree(dL));
   BENCH_CHECK(cudaFree(dZ));
@@ -228,6 +233,16 @@ int main(int argc, char** argv) {
       o.warmup = std::stoi(next());
     } else if (a == "--cutoff") {
       o.cutoff = std::stoll(next());
+    } else if (a == "--scheme") {
+      const std::string v = next();
+      if (v == "recursive") {
+        o.scheme = tcqr::detail::TrmmScheme::Recursive;
+      } else if (v == "rows") {
+        o.scheme = tcqr::detail::TrmmScheme::BlockRows;
+      } else {
+        std::fprintf(stderr, "trmm_bench: --scheme expects recursive or rows\n");
+        return 2;
+      }
     } else if (a == "--csv") {
       o.csv = next();
     } else if (a == "--commit") {
@@ -235,7 +250,9 @@ int main(int argc, char** argv) {
     } else if (a == "--no-csv") {
       o.csv.clear();
     } else {
-      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--csv FILE|--no-csv] [--commit STR]\n");
+      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--scheme recursive|rows] [--csv FILE|--no-csv] [--commit STR]\n"
+                  "  --scheme: the block structure of the triangular product (default: the library's); --cutoff: the\n"
+                  "  largest diagonal block multiplied in full (recursive) or the block-row height (rows)\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -248,8 +265,8 @@ int main(int argc, char** argv) {
   const std::time_t t = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
   std::printf("trmm_bench on %s, %s, commit %s; device-resident, C += L Z with L lower triangular n x n; median of "
-              "%d after %d warm-ups; recursion cutoff %lld\n",
-              card.c_str(), date, o.commit.c_str(), o.reps, o.warmup, (long long)o.cutoff);
+              "%d after %d warm-ups; scheme %s, cutoff %lld\n",
+              card.c_str(), date, o.commit.c_str(), o.reps, o.warmup, schemeName(o.scheme), (long long)o.cutoff);
   cudaStream_t stream;
   BENCH_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cublasHandle_t blas;

@@ -3,7 +3,8 @@
 //   gemm(opA, opB, alpha, A, B, beta, C)        C = alpha op(A) op(B) + beta C, in the object's precision mode
 //   gemmExact(opA, opB, alpha, A, B, beta, C)   the same in the storage precision (small products inside a panel)
 //   columnScales(A, d), scaleColumns(A, d, inverse, upperOnly)   power-of-two column scaling (FP16 mode)
-//   trmmLowerAcc(opL, alpha, L, Z, C, cutoff)   C += alpha op(L) Z, L lower triangular (trmmLowerAccGeneric or better)
+//   trmmLowerAcc(opL, alpha, L, Z, C, cutoff, scheme)
+//                                               C += alpha op(L) Z, L lower triangular (trmmLowerAccGeneric or better)
 //   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
@@ -80,23 +81,50 @@ void trmmLowerBlocks(BlockGemm& gemm, Op opL, Index r0, Index k, Index cutoff) {
   trmmLowerBlocks(gemm, opL, r0 + k1, k2, cutoff);
 }
 
-/// trmmLowerBlocks with ops.gemm on views of L, Z and C (operands converted per product in the tensor-core modes).
+/// The block-row alternative to trmmLowerBlocks: one GEMM per block row of C (block rows of `block` rows, a multiple
+/// of 16), each taking the whole nonzero part of L's block row, L(r0 : r0 + b, 0 : r0 + b) for op(L) = L. Same flops
+/// (half a GEMM plus the full diagonal blocks), but every entry of C is read and written once, where the recursion
+/// accumulates into C once per level; the GEMMs are b x c with inner dimensions b, 2b, ..., k.
+template <class BlockGemm>
+void trmmLowerBlockRows(BlockGemm& gemm, Op opL, Index k, Index block) {
+  for (Index r0 = 0; r0 < k; r0 += block) {
+    const Index rb = std::min(block, k - r0);
+    if (opL == Op::N)  // C(r0 : r0 + rb, :) += L(r0 : r0 + rb, 0 : r0 + rb) Z(0 : r0 + rb, :)
+      gemm(Op::N, r0, 0, rb, r0 + rb, 0, r0);
+    else  // C(r0 : r0 + rb, :) += L(r0 : k, r0 : r0 + rb)^T Z(r0 : k, :)
+      gemm(Op::T, r0, r0, k - r0, rb, r0, r0);
+  }
+}
+
+/// The block structure of a k x k lower triangular product: TPDS'25 Algorithm 3 (Recursive, cutoff = the largest
+/// diagonal block multiplied in full) or one GEMM per block row (BlockRows, cutoff = the block-row height).
+template <class BlockGemm>
+void trmmBlocks(BlockGemm& gemm, Op opL, Index k, Index cutoff, TrmmScheme scheme) {
+  if (scheme == TrmmScheme::BlockRows)
+    trmmLowerBlockRows(gemm, opL, k, std::max<Index>(16, (cutoff + 15) / 16 * 16));
+  else
+    trmmLowerBlocks(gemm, opL, 0, k, cutoff);
+}
+
+/// trmmBlocks with ops.gemm on views of L, Z and C (operands converted per product in the tensor-core modes).
 template <class Ops, typename S>
-void trmmLowerAccGeneric(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
+void trmmLowerAccGeneric(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff,
+                         TrmmScheme scheme = kTrmmScheme) {
   auto gemm = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
     const Index zRows = op == Op::N ? lnc : lnr, cRows = op == Op::N ? lnr : lnc;
     ops.gemm(op, Op::N, alpha, L.block(lr, lc, lnr, lnc), Z.block(zr, 0, zRows, Z.cols), S(1),
              C.block(cr, 0, cRows, C.cols));
   };
-  trmmLowerBlocks(gemm, opL, 0, L.rows, cutoff);
+  trmmBlocks(gemm, opL, L.rows, cutoff, scheme);
 }
 
 /// C += alpha op(L) Z for a k x k lower triangular L stored with explicit zeros above its diagonal (the recursive TRMM
 /// above). The backend chooses how: ops.trmmLowerAcc (CudaOps converts L and Z once in the tensor-core modes).
 template <class Ops, typename S>
-void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
+void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff,
+                  TrmmScheme scheme = kTrmmScheme) {
   if (L.rows == 0 || Z.cols == 0) return;
-  ops.trmmLowerAcc(opL, alpha, L, Z, C, cutoff);
+  ops.trmmLowerAcc(opL, alpha, L, Z, C, cutoff, scheme);
 }
 
 /// B <- (I - W Y^T)^T B = B - Y (W^T B). Y is the m x k unit lower trapezoid stored in `Yp` (Householder vectors below

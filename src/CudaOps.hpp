@@ -174,12 +174,12 @@ struct CudaOps {
     Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
   }
 
-  void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
+  void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     if (!convertsOperands()) {
-      trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff);
+      trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);
       return;
     }
-    trmmConverted(opL, alpha, L, Z, C, cutoff);
+    trmmConverted(opL, alpha, L, Z, C, cutoff, scheme);
   }
   /// True for the modes whose GEMMs convert their operands (TF32x3, FP16, BF16).
   bool convertsOperands() const { return conversionElementBytes(mode) > 0; }
@@ -195,7 +195,7 @@ struct CudaOps {
 
  private:
   void gemmMode(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C, Index k);
-  void trmmConverted(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff);
+  void trmmConverted(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme);
 
  public:
   void geqrfPanel(View<S> A, S* tau) {
@@ -318,13 +318,13 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
 // level of the recursion; measured on the H100 at 16384: FP16 TRMM 11.4 ms against 12.7 ms for the full GEMM).
 template <>
 inline void CudaOps<double>::trmmConverted(Op opL, double alpha, View<double> L, View<double> Z, View<double> C,
-                                           Index cutoff) {
-  trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff);  // no double mode converts its operands
+                                           Index cutoff, TrmmScheme scheme) {
+  trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);  // no double mode converts its operands
 }
 
 template <>
 inline void CudaOps<float>::trmmConverted(Op opL, float alpha, View<float> L, View<float> Z, View<float> C,
-                                          Index cutoff) {
+                                          Index cutoff, TrmmScheme scheme) {
   const Index k = L.rows, c = Z.cols, ld = kernels::paddedRows(k);
   auto align = [](Index bytes) { return (bytes + 255) / 256 * 256; };
   const bool x3 = mode == Precision::TF32x3;
@@ -353,7 +353,10 @@ inline void CudaOps<float>::trmmConverted(Op opL, float alpha, View<float> L, Vi
   }
   const float one = 1.0f;
   auto gemm = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
-    const Index rowsC = op == Op::N ? lnr : lnc, inner = op == Op::N ? lnc : lnr;
+    const Index rowsC = op == Op::N ? lnr : lnc;
+    // Op::T reaching L's last row: the inner dimension runs on into the zero padding rows of both copies, so that it
+    // stays a multiple of 8.
+    const Index inner = op == Op::N ? lnc : (lr + lnr == k ? ld - lr : lnr);
     const Index offL = (lr + lc * ld) * elem, offZ = zr * elem;
     float* dst = C.p + cr;
     // TF32x3: lo*hi, hi*lo, hi*hi as in gemmMode; the others: one product.
@@ -364,7 +367,7 @@ inline void CudaOps<float>::trmmConverted(Op opL, float alpha, View<float> L, Vi
       TCQR_CHECK(cublasGemmEx_64(blas, cuOp(op), CUBLAS_OP_N, rowsC, c, inner, &alpha, lhs[t] + offL, type, ld,
                                  rhs[t] + offZ, type, ld, &one, dst, CUDA_R_32F, C.ld, compute, CUBLAS_GEMM_DEFAULT));
   };
-  trmmLowerBlocks(gemm, opL, 0, k, cutoff);
+  trmmBlocks(gemm, opL, k, cutoff, scheme);
 }
 
 /// Makes the object's device current for the duration of a call.

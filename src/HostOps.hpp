@@ -68,8 +68,8 @@ struct HostOps {
     else c.noalias() += alpha * a.transpose() * b.transpose();
   }
 
-  void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff) {
-    trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff);
+  void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
+    trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);
   }
 
   void columnScales(View<S> A, S* d) {

@@ -12,7 +12,11 @@ constexpr std::ptrdiff_t kHostBlockSize = 32;
 /// switches to GEMMs. Measured on the H100 (2026-11-26, qr_bench --block-size): 64 and 128 within 2%, 256 3-25%
 /// slower, 512 up to 3.8x slower (double 8192^2).
 constexpr std::ptrdiff_t kCudaBlockSize = 64;
-/// Recursive TRMM (Algorithms.hpp trmmLowerAcc): triangles of at most this order are multiplied as full blocks.
+/// Block structure of the triangular products (Algorithms.hpp trmmLowerAcc): TPDS'25 Algorithm 3's recursion, or one
+/// GEMM per block row of the result.
+enum class TrmmScheme { Recursive, BlockRows };
+constexpr TrmmScheme kTrmmScheme = TrmmScheme::Recursive;
+/// Recursive: triangles of at most this order are multiplied as full blocks. BlockRows: the block-row height.
 constexpr std::ptrdiff_t kTrmmCutoff = 512;
 /// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;

@@ -1,0 +1,55 @@
+// test_trmm.cpp - the two block structures of the triangular product C += alpha op(L) Z (src/Algorithms.hpp:
+// TPDS'25 Algorithm 3's recursion and the block-row form) against Eigen, on the Host backend's operations. Internal
+// header on purpose: the TRMM is not a public entry point, and whichever scheme the library defaults to, both must
+// stay correct (trmm_bench measures both).
+#include "common/TestConfig.h"
+
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <Eigen/Dense>
+
+#include "../../src/HostOps.hpp"
+#include "common/TestMatrices.h"
+
+namespace {
+
+using tcqr::detail::HostOps;
+using tcqr::detail::Op;
+using tcqr::detail::TrmmScheme;
+using tcqr::detail::View;
+
+template <typename T>
+using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+
+template <typename T>
+View<T> view(Mat<T>& M) {
+  return View<T>(M.data(), M.rows(), M.cols(), M.rows());
+}
+
+template <typename T>
+void checkScheme(TrmmScheme scheme, Op op, Eigen::Index k, Eigen::Index c, Eigen::Index cutoff) {
+  Mat<T> L = tcqr_test::uniformMatrix<T>(k, k);
+  L.template triangularView<Eigen::StrictlyUpper>().setZero();  // explicit zeros above the diagonal, as the callers
+  Mat<T> Z = tcqr_test::uniformMatrix<T>(k, c), C = tcqr_test::uniformMatrix<T>(k, c);
+  const T alpha = T(-0.75);
+  const Mat<T> ref = C + alpha * (op == Op::N ? Mat<T>(L * Z) : Mat<T>(L.transpose() * Z));
+  HostOps<T> ops;
+  tcqr::detail::trmmLowerAccGeneric(ops, op, alpha, view(L), view(Z), view(C), cutoff, scheme);
+  const double diff = double((C - ref).norm() / ref.norm());
+  INFO("k = " << k << ", c = " << c << ", cutoff = " << cutoff << ", op " << (op == Op::N ? "N" : "T")
+              << ", scheme " << (scheme == TrmmScheme::BlockRows ? "rows" : "recursive"));
+  CHECK(diff < 20 * std::sqrt(double(k)) * double(Eigen::NumTraits<T>::epsilon()));
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("TRMM: recursive and block-row schemes match Eigen", T, float, double) {
+  TCQR_RANDOM_SEED();
+  for (TrmmScheme scheme : {TrmmScheme::Recursive, TrmmScheme::BlockRows})
+    for (Op op : {Op::N, Op::T}) {
+      checkScheme<T>(scheme, op, 1100, 37, 512);  // several levels / block rows, k not a multiple of 16
+      checkScheme<T>(scheme, op, 300, 5, 64);
+      checkScheme<T>(scheme, op, 40, 3, 512);  // one block: a single full product
+    }
+}
