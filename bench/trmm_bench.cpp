@@ -1,5 +1,6 @@
-// trmm_bench.cpp - the recursive TRMM of TPDS'25 Algorithm 3 (src/Algorithms.hpp trmmLowerAcc) against a full GEMM
-// of the same shape in the same precision mode, and against cublas<S|D>trmm (which has no tensor-core path).
+// trmm_bench.cpp - the library's triangular product (src/Algorithms.hpp trmmLowerAcc: TPDS'25 Algorithm 3's recursion
+// or one GEMM per block row, per mode as trmmPlan chooses, or as --scheme/--cutoff force) against a full GEMM of the
+// same shape in the same precision mode, and against cublas<S|D>trmm (which has no tensor-core path).
 //
 // C += L Z with L n x n lower triangular (explicit zeros above the diagonal) and Z n x n, device-resident: the
 // operands are generated on the device once, each method is warmed up and timed with CUDA events, the median is
@@ -97,8 +98,9 @@ const char* schemeName(tcqr::detail::TrmmScheme s) {
 struct Options {
   std::vector<Index> sizes{4096, 8192, 16384};
   int reps = 7, warmup = 2;
-  Index cutoff = tcqr::detail::kTrmmCutoff;
-  tcqr::detail::TrmmScheme scheme = tcqr::detail::kTrmmScheme;
+  bool planGiven = false;  // --scheme/--cutoff given: that plan for every mode; else each mode's trmmPlan
+  Index cutoff = 512;
+  tcqr::detail::TrmmScheme scheme = tcqr::detail::TrmmScheme::Recursive;
   std::string csv = "bench/results/h100-trmm.csv";
   std::string commit = TCQR_BENCH_COMMIT;
 };
@@ -166,9 +168,11 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
   const double flops = double(n) * n * n;  // TRMM: n^3 multiply-adds / 2 * 2
   auto zeroC = [&] { BENCH_CHECK(cudaMemsetAsync(dC, 0, bytes, stream)); };
 
+  const tcqr::detail::TrmmPlan plan =
+      o.planGiven ? tcqr::detail::TrmmPlan{o.scheme, o.cutoff} : tcqr::detail::trmmPlan(mode);
   const double tTrmm = timeMs(stream, o.warmup, o.reps, [&] {
     zeroC();
-    tcqr::detail::trmmLowerAcc(ops, Op::N, S(1), vL, vZ, vC, o.cutoff, o.scheme);
+    tcqr::detail::trmmLowerAcc(ops, Op::N, S(1), vL, vZ, vC, plan);
   });
   const double eTrmm = error();
   const double tGemm = timeMs(stream, o.warmup, o.reps, [&] {
@@ -184,7 +188,7 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
 
   std::printf("%-6s %-8s %6lld | %s TRMM %9.3f ms %7.1f TF/s err %.2e | GEMM %9.3f ms err %.2e | x%.2f | "
               "cublas trmm %9.3f ms err %.2e | x%.2f\n",
-              Trmm<S>::name(), tcqr::precisionName(mode), (long long)n, schemeName(o.scheme), tTrmm, flops / tTrmm * 1e-9, eTrmm, tGemm,
+              Trmm<S>::name(), tcqr::precisionName(mode), (long long)n, schemeName(plan.scheme), tTrmm, flops / tTrmm * 1e-9, eTrmm, tGemm,
               eGemm, tGemm / tTrmm, tVendor, eVendor, tVendor / tTrmm);
   std::fflush(stdout);
   if (!o.csv.empty()) {
@@ -196,9 +200,9 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
       f << "card,date,commit,precision,mode,n,cutoff,trmm_ms,trmm_tflops,trmm_err,gemm_ms,gemm_err,speedup_vs_gemm,"
            "cublas_trmm_ms,cublas_trmm_err,speedup_vs_cublas_trmm,scheme\n";
     f << card << ',' << date << ',' << o.commit << ',' << Trmm<S>::name() << ','
-      << tcqr::precisionName(mode) << ',' << n << ',' << o.cutoff << ',' << tTrmm << ',' << flops / tTrmm * 1e-9
+      << tcqr::precisionName(mode) << ',' << n << ',' << plan.cutoff << ',' << tTrmm << ',' << flops / tTrmm * 1e-9
       << ',' << eTrmm << ',' << tGemm << ',' << eGemm << ',' << tGemm / tTrmm << ',' << tVendor << ',' << eVendor
-      << ',' << tVendor / tTrmm << ',' << schemeName(o.scheme) << '\n';
+      << ',' << tVendor / tTrmm << ',' << schemeName(plan.scheme) << '\n';
   }
   BENCH_CHECK(cudaFree(dL));
   BENCH_CHECK(cudaFree(dZ));
@@ -233,16 +237,21 @@ int main(int argc, char** argv) {
       o.warmup = std::stoi(next());
     } else if (a == "--cutoff") {
       o.cutoff = std::stoll(next());
+      o.planGiven = true;
     } else if (a == "--scheme") {
       const std::string v = next();
       if (v == "recursive") {
         o.scheme = tcqr::detail::TrmmScheme::Recursive;
       } else if (v == "rows") {
         o.scheme = tcqr::detail::TrmmScheme::BlockRows;
+      } else if (v == "auto") {
+        o.planGiven = false;
+        continue;
       } else {
-        std::fprintf(stderr, "trmm_bench: --scheme expects recursive or rows\n");
+        std::fprintf(stderr, "trmm_bench: --scheme expects auto, recursive or rows\n");
         return 2;
       }
+      o.planGiven = true;
     } else if (a == "--csv") {
       o.csv = next();
     } else if (a == "--commit") {
@@ -250,9 +259,10 @@ int main(int argc, char** argv) {
     } else if (a == "--no-csv") {
       o.csv.clear();
     } else {
-      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--scheme recursive|rows] [--csv FILE|--no-csv] [--commit STR]\n"
-                  "  --scheme: the block structure of the triangular product (default: the library's); --cutoff: the\n"
-                  "  largest diagonal block multiplied in full (recursive) or the block-row height (rows)\n");
+      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--scheme auto|recursive|rows] [--csv FILE|--no-csv] [--commit STR]\n"
+                  "  --scheme: the block structure of the triangular product (auto, the default: each mode's trmmPlan, as the\n"
+                  "  library runs it); --cutoff: the largest diagonal block multiplied in full (recursive) or the\n"
+                  "  block-row height (rows); either option sets the plan for every mode (cutoff default 512)\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -265,8 +275,10 @@ int main(int argc, char** argv) {
   const std::time_t t = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
   std::printf("trmm_bench on %s, %s, commit %s; device-resident, C += L Z with L lower triangular n x n; median of "
-              "%d after %d warm-ups; scheme %s, cutoff %lld\n",
-              card.c_str(), date, o.commit.c_str(), o.reps, o.warmup, schemeName(o.scheme), (long long)o.cutoff);
+              "%d after %d warm-ups; %s\n",
+              card.c_str(), date, o.commit.c_str(), o.reps, o.warmup,
+              o.planGiven ? (std::string("scheme ") + schemeName(o.scheme) + ", cutoff " + std::to_string(o.cutoff)).c_str()
+                          : "each mode's trmmPlan");
   cudaStream_t stream;
   BENCH_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cublasHandle_t blas;

@@ -4,6 +4,7 @@
 //   gemmExact(opA, opB, alpha, A, B, beta, C)   the same in the storage precision (small products inside a panel)
 //   columnScales(A, d), scaleColumns(A, d, inverse, upperOnly)   power-of-two column scaling (FP16 mode)
 //   trmmLowerAcc(opL, alpha, L, Z, C, cutoff, scheme)
+//   mode                                        the Precision of gemm() (selects the TRMM plan)
 //                                               C += alpha op(L) Z, L lower triangular (trmmLowerAccGeneric or better)
 //   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
@@ -109,7 +110,7 @@ void trmmBlocks(BlockGemm& gemm, Op opL, Index k, Index cutoff, TrmmScheme schem
 /// trmmBlocks with ops.gemm on views of L, Z and C (operands converted per product in the tensor-core modes).
 template <class Ops, typename S>
 void trmmLowerAccGeneric(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff,
-                         TrmmScheme scheme = kTrmmScheme) {
+                         TrmmScheme scheme) {
   auto gemm = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
     const Index zRows = op == Op::N ? lnc : lnr, cRows = op == Op::N ? lnr : lnc;
     ops.gemm(op, Op::N, alpha, L.block(lr, lc, lnr, lnc), Z.block(zr, 0, zRows, Z.cols), S(1),
@@ -121,10 +122,14 @@ void trmmLowerAccGeneric(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S
 /// C += alpha op(L) Z for a k x k lower triangular L stored with explicit zeros above its diagonal (the recursive TRMM
 /// above). The backend chooses how: ops.trmmLowerAcc (CudaOps converts L and Z once in the tensor-core modes).
 template <class Ops, typename S>
-void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff,
-                  TrmmScheme scheme = kTrmmScheme) {
+void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, TrmmPlan plan) {
   if (L.rows == 0 || Z.cols == 0) return;
-  ops.trmmLowerAcc(opL, alpha, L, Z, C, cutoff, scheme);
+  ops.trmmLowerAcc(opL, alpha, L, Z, C, plan.cutoff, plan.scheme);
+}
+/// trmmLowerAcc with the plan of the backend's precision mode (trmmPlan).
+template <class Ops, typename S>
+void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C) {
+  trmmLowerAcc(ops, opL, alpha, L, Z, C, trmmPlan(ops.mode));
 }
 
 /// B <- (I - W Y^T)^T B = B - Y (W^T B). Y is the m x k unit lower trapezoid stored in `Yp` (Householder vectors below
@@ -136,7 +141,7 @@ void applyQtLeft(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
   View<S> Z(scratch, k, c, k), Yt(scratch + k * c, k, k, k);
   ops.gemm(Op::T, Op::N, S(1), W, B, S(0), Z);
   ops.copyUnitLower(Yp.topRows(k), Yt);
-  trmmLowerAcc(ops, Op::N, S(-1), Yt, Z, B.topRows(k), kTrmmCutoff);
+  trmmLowerAcc(ops, Op::N, S(-1), Yt, Z, B.topRows(k));
   if (m > k) ops.gemm(Op::N, Op::N, S(-1), Yp.bottomRows(m - k), Z, S(1), B.bottomRows(m - k));
 }
 
@@ -147,9 +152,9 @@ void applyQLeft(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
   if (k == 0 || c == 0) return;
   View<S> Z(scratch, k, c, k), Yt(scratch + k * c, k, k, k);
   ops.copyUnitLower(Yp.topRows(k), Yt);
-  if (k > kTrmmCutoff) {
+  if (k > trmmPlan(ops.mode).cutoff) {
     ops.setZero(Z);
-    trmmLowerAcc(ops, Op::T, S(1), Yt, B.topRows(k), Z, kTrmmCutoff);
+    trmmLowerAcc(ops, Op::T, S(1), Yt, B.topRows(k), Z);
   } else {
     ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
   }

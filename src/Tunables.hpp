@@ -3,6 +3,8 @@
 
 #include <cstddef>
 
+#include "tcqr/Backend.h"
+
 namespace tcqr {
 namespace detail {
 
@@ -15,9 +17,26 @@ constexpr std::ptrdiff_t kCudaBlockSize = 64;
 /// Block structure of the triangular products (Algorithms.hpp trmmLowerAcc): TPDS'25 Algorithm 3's recursion, or one
 /// GEMM per block row of the result.
 enum class TrmmScheme { Recursive, BlockRows };
-constexpr TrmmScheme kTrmmScheme = TrmmScheme::Recursive;
-/// Recursive: triangles of at most this order are multiplied as full blocks. BlockRows: the block-row height.
-constexpr std::ptrdiff_t kTrmmCutoff = 512;
+/// A scheme and its size: for Recursive, triangles of at most `cutoff` rows are multiplied as full blocks; for
+/// BlockRows, `cutoff` is the block-row height. Either way a triangle of at most `cutoff` rows is one full product.
+struct TrmmPlan {
+  TrmmScheme scheme;
+  std::ptrdiff_t cutoff;
+};
+/// The plan per precision mode. Measured on the H100 (trmm_bench, 2026-11-26, C += L Z, n = 8192 and 16384): in the
+/// tensor-core modes block rows of 1024 beat the recursion (cutoff 512) by 1.1-1.4x (16384 FP16: 7.7 against 9.7 ms,
+/// TF32 13.6 against 16.8 ms), since C is read and written once instead of once per level; in FP32 and FP64 the two
+/// run within 3% and the recursion's shorter sums halve the product's error (9.4e-7 against 1.9e-6 at 16384), so
+/// it stays there.
+inline TrmmPlan trmmPlan(Precision mode) {
+  switch (mode) {
+    case Precision::TF32x3:
+    case Precision::TF32:
+    case Precision::FP16:
+    case Precision::BF16: return {TrmmScheme::BlockRows, 1024};
+    default: return {TrmmScheme::Recursive, 512};
+  }
+}
 /// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;
 

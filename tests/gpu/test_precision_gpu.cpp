@@ -39,10 +39,11 @@ int main(int argc, char** argv) {
 }
 
 namespace {
-// As the host test, plus sizes where the device's default block size leaves several recursion levels, and 2100 x 1100,
-// whose top split (544 columns) exceeds kTrmmCutoff (512): the recursive TRMM runs in the mode there.
-const std::vector<std::pair<Index, Index>> kShapes = {{300, 200}, {257, 129}, {120, 250}, {1001, 999}, {2048, 300},
-                                                      {2100, 1100}};
+// As the host test, plus sizes where the device's default block size leaves several recursion levels, 2100 x 1100,
+// whose top split (544 columns) exceeds FP32/FP64's TRMM cutoff (512: the recursive TRMM runs), and 2300 x 2200, whose
+// top split (1104) exceeds the tensor-core modes' block-row height (1024: the block-row TRMM runs; trmmPlan).
+const std::vector<std::pair<Index, Index>> kShapes = {{300, 200},  {257, 129},   {120, 250},  {1001, 999},
+                                                      {2048, 300}, {2100, 1100}, {2300, 2200}};
 }  // namespace
 
 TEST_SUITE("gpu") {

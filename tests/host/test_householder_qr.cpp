@@ -190,7 +190,8 @@ TEST_CASE("the types match Eigen's HouseholderQR") {
   static_assert(std::is_same<QR63::MatrixQType, Ref63::MatrixQType>::value, "fixed MatrixQType");
 }
 
-// The top of the recursion multiplies with a triangle of order > kTrmmCutoff (512) only from ~1024 columns on; the
+// The top of the recursion multiplies with a triangle of order > 512 (FP32/FP64's TRMM cutoff, trmmPlan) only from
+// ~1024 columns on; the
 // shared suites stop at 1000 x 400. This case runs the recursive TRMM (Algorithms.hpp trmmLowerAcc) in the
 // factorization (Q^T applied to the right half) and in Q * B (householderQ() times a matrix).
 TEST_CASE_TEMPLATE("the recursive TRMM path: factor and Q * B with k > 512", T, float, double) {
