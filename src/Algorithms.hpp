@@ -39,13 +39,27 @@ inline bool useTsqr(PanelKind panel, Index m, Index n) {
   return panel == PanelKind::Tsqr || (panel == PanelKind::Hybrid && m >= kTsqrAutoMinRows);
 }
 
-/// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem.
-inline Index factorScratchSize(Index m, Index n, Index nb, PanelKind panel) {
-  const Index w = std::min(n, nb);
-  Index s = 2 * w * w;
-  if (useTsqr(panel, m, w)) s = std::max(s, tsqrScratchSize(m, w));
-  if (n > nb) s = std::max(s, splitColumns(n, nb) * n);
+/// Scratch (in scalars) of one leaf panel of at most nb columns and m rows (geqrfPanel + formPanelW, or tsqrPanel).
+/// An upper bound over every leaf of the recursion on at most m rows: any leaf of at most kTsqrMaxCols columns may be
+/// a TSQR panel (tsqrScratchSize grows with both dimensions).
+inline Index leafScratchSize(Index m, Index nb, PanelKind panel) {
+  Index s = 2 * nb * nb;
+  const Index w = std::min<Index>(nb, kTsqrMaxCols);
+  if (panel != PanelKind::Geqrf && m > 1 && w >= 1) s = std::max(s, tsqrScratchSize(m, w));
   return s;
+}
+
+/// Width of the leftmost leaf panel of factorRecursive over n columns.
+inline Index firstLeafCols(Index n, Index nb) {
+  while (n > nb) n = splitColumns(n, nb);
+  return n;
+}
+
+/// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem: a leaf, and at an inner node the
+/// update of the right half (n1 x n, at most) next to a leaf (the look-ahead, see factorRecursive).
+inline Index factorScratchSize(Index m, Index n, Index nb, PanelKind panel) {
+  const Index leaf = leafScratchSize(m, std::min(n, nb), panel);
+  return n > nb ? leaf + splitColumns(n, nb) * n : leaf;
 }
 /// Scratch needed to apply a k-reflector WY form to `c` vectors.
 inline Index applyScratchSize(Index k, Index c) { return k * c + k * k; }
@@ -197,6 +211,13 @@ void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool trans
 
 /// Recursive Householder QR of A (m x n, m >= n), TPDS'25 Algorithm 1. On exit A holds R and the Householder
 /// vectors (Eigen/LAPACK layout), tau the coefficients, and W (m x n) satisfies H_0 ... H_{n-1} = I - W Y^T.
+///
+/// Look-ahead (TPDS'25 §V.C.2, kernel scheduling): where the backend has a side lane (a second stream), the update
+/// Q1^T A2 is split: the columns of A2's first leaf panel are updated on the main lane, the rest on the side lane,
+/// which then runs concurrently with that panel's factorization (a latency-bound chain of small kernels that leaves
+/// most of the GPU idle). Every leaf joins the lanes when it is done, so nothing else ever overlaps. Ops provides
+///   sideLaneAvailable(), sideLane() (an Ops on the side lane), forkSide() (the side lane waits for the main lane),
+///   sideDone() (marks the side lane's queued work as pending), joinSide() (the main lane waits for pending work).
 template <class Ops, typename S>
 void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch) {
   const Index m = A.rows, n = A.cols;
@@ -208,13 +229,25 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
       ops.geqrfPanel(A, tau);
       formPanelW(ops, A, tau, W, scratch);
     }
+    ops.joinSide();
     return;
   }
   const Index n1 = splitColumns(n, nb), n2 = n - n1;
   View<S> A1 = A.leftCols(n1), A2 = A.rightCols(n2), W1 = W.leftCols(n1), W2 = W.rightCols(n2);
 
   factorRecursive(ops, A1, tau, W1, nb, panel, scratch);
-  applyQtLeft(ops, A1, W1, A2, scratch);  // [R12; A22] = Q1^T A2
+  // [R12; A22] = Q1^T A2
+  const Index first = firstLeafCols(n2, nb);
+  if (first < n2 && ops.sideLaneAvailable()) {
+    applyQtLeft(ops, A1, W1, A2.leftCols(first), scratch);
+    ops.forkSide();
+    auto side = ops.sideLane();
+    // Disjoint from the scratch of the leaf that runs meanwhile (factorScratchSize counts both).
+    applyQtLeft(side, A1, W1, A2.rightCols(n2 - first), scratch + leafScratchSize(m, nb, panel));
+    ops.sideDone();
+  } else {
+    applyQtLeft(ops, A1, W1, A2, scratch);
+  }
   factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, panel, scratch);
 
   // W2 <- W2 - W1 (Y1^T W2). The top n1 rows of W2 are zero, so Y1^T W2 only involves Y1's dense bottom part.

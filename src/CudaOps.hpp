@@ -149,6 +149,40 @@ struct CudaOps {
   int* dInfo;
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (Default: S); gemmExact() always runs in S
   ConversionWork* conversion = nullptr;  ///< operand copies of the tensor-core modes (null for FP32/FP64)
+  /// Side lane of factorRecursive's look-ahead (sideStream null: none): a second stream with its own cuBLAS handle
+  /// (configured like `blas`; cuBLAS workspaces must not be shared between concurrent streams), and the events that
+  /// order the two lanes.
+  cublasHandle_t sideBlas = nullptr;
+  cudaStream_t sideStream = nullptr;
+  cudaEvent_t forkEvent = nullptr, sideEvent = nullptr;
+  bool sidePending = false;
+
+  bool sideLaneAvailable() const { return sideStream != nullptr; }
+  /// The operations on the side lane. Only GEMM-type work (applyQtLeft) runs there: no cuSOLVER handle, no lane of
+  /// its own. The conversion workspace is shared: while the side lane runs, the main lane only factors a panel,
+  /// which converts nothing.
+  CudaOps sideLane() const {
+    CudaOps s = *this;
+    s.blas = sideBlas;
+    s.stream = sideStream;
+    s.solver = nullptr;
+    s.sideStream = nullptr;
+    s.sidePending = false;
+    return s;
+  }
+  void forkSide() {
+    TCQR_CHECK(cudaEventRecord(forkEvent, stream));
+    TCQR_CHECK(cudaStreamWaitEvent(sideStream, forkEvent, 0));
+  }
+  void sideDone() {
+    TCQR_CHECK(cudaEventRecord(sideEvent, sideStream));
+    sidePending = true;
+  }
+  void joinSide() {
+    if (!sidePending) return;
+    TCQR_CHECK(cudaStreamWaitEvent(stream, sideEvent, 0));
+    sidePending = false;
+  }
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;
