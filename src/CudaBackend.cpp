@@ -136,12 +136,7 @@ class CudaQRState final : public QRState<S> {
     if (rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols)) {
       // The whole factorization is one TSQR panel: its level 0 reads dA directly and flags NaN/Inf on the way, which
       // saves the device-to-device copy and the separate scan (two of the five passes over a tall-skinny A).
-      TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
-      CudaOps<S> ops = makeOps(true);
-      tsqrPanel(ops, viewA(), m_tau.get(), viewW(), m_scratch.get(), View<S>(const_cast<S*>(dA), rows, cols, ld),
-                m_flags.get());
-      TCQR_CHECK(
-          cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
+      runFactor(View<S>(const_cast<S*>(dA), rows, cols, ld));
       return;
     }
     if (rows * cols > 0)
@@ -337,13 +332,18 @@ class CudaQRState final : public QRState<S> {
     m_cols = cols;
   }
 
-  void runFactor() {
+  // Factors the matrix in m_a, or, with `src`, the single TSQR panel read straight from src (factorDevice).
+  void runFactor(View<S> src = View<S>()) {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
-    kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
     CudaOps<S> ops = makeOps(true);
-    // FP16: power-of-two column scaling against overflow (see factor()).
-    S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
-    factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale);
+    if (src.p) {
+      tsqrPanel(ops, viewA(), m_tau.get(), viewW(), m_scratch.get(), src, m_flags.get());
+    } else {
+      kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
+      // FP16: power-of-two column scaling against overflow (see factor()).
+      S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
+      factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale);
+    }
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
   }
 

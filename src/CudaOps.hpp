@@ -300,52 +300,74 @@ inline void CudaOps<double>::gemmMode(Op ta, Op tb, double alpha, View<double> A
                              CUBLAS_GEMM_DEFAULT));
 }
 
-// float on tensor cores. The operands are converted into packed copies (ld a multiple of 8, zero padding rows), so
-// when both operands store the inner dimension as rows (op(A) = A^T, op(B) = B) it is rounded up to a multiple of 8.
+// float on tensor cores. The converted-operand modes (TF32x3, FP16, BF16) write packed copies (ld a multiple of 8,
+// zero padding rows, kernels/precision_kernels.cu) into the conversion workspace and multiply those.
+
+/// A converted operand: `hi` (and `lo` for TF32x3) with leading dimension `ld`; element offsets via at().
+struct ConvertedOperand {
+  char* hi = nullptr;
+  char* lo = nullptr;
+  Index ld = 0, elemBytes = 0;
+  ConvertedOperand at(Index r, Index c) const {
+    const Index off = (r + c * ld) * elemBytes;
+    return {hi + off, lo ? lo + off : nullptr, ld, elemBytes};
+  }
+};
+
+/// Bytes of the converted copy of a rows x cols operand (256-byte aligned so the next copy starts aligned).
+inline Index convertedBytes(Precision mode, Index rows, Index cols) {
+  return (kernels::paddedRows(rows) * cols * conversionElementBytes(mode) + 255) / 256 * 256;
+}
+
+/// Converts X into `w` (convertedBytes(mode, X.rows, X.cols) bytes) for `mode`.
+inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream) {
+  const Index ld = kernels::paddedRows(X.rows);
+  if (mode == Precision::TF32x3) {
+    const Index half = convertedBytes(mode, X.rows, X.cols) / 2;  // hi and lo: ld * cols floats each
+    kernels::launchSplitTf32(X.p, X.ld, X.rows, X.cols, reinterpret_cast<float*>(w), reinterpret_cast<float*>(w + half),
+                             stream);
+    return {w, w + half, ld, Index(sizeof(float))};
+  }
+  if (mode == Precision::FP16)
+    kernels::launchConvertFromFloat(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(w), stream);
+  else
+    kernels::launchConvertFromFloat(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__nv_bfloat16*>(w), stream);
+  return {w, nullptr, ld, 2};
+}
+
+/// C (m x n, FP32) = alpha op(A) op(B) + beta C on converted operands: one tensor-core product, or for TF32x3 three
+/// (lo*hi, hi*lo, hi*hi, smallest first; each exact in TF32 x TF32, accumulated in FP32).
+inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, Index m, Index n, Index k, float alpha,
+                             const ConvertedOperand& A, const ConvertedOperand& B, float beta, float* C, Index ldc) {
+  const bool x3 = mode == Precision::TF32x3;
+  const cudaDataType type = x3 ? CUDA_R_32F : (mode == Precision::FP16 ? CUDA_R_16F : CUDA_R_16BF);
+  const cublasComputeType_t compute = x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const float one = 1.0f;
+  const char* lhs[3] = {A.lo, A.hi, A.hi};
+  const char* rhs[3] = {B.hi, B.lo, B.hi};
+  for (int t = x3 ? 0 : 2; t < 3; ++t) {
+    const float* b = (t == (x3 ? 0 : 2)) ? &beta : &one;
+    TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), m, n, k, &alpha, lhs[t], type, A.ld, rhs[t], type, B.ld, b,
+                               C, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+// When both operands store the inner dimension as rows (op(A) = A^T, op(B) = B) it is rounded up to a multiple of 8:
+// the padding rows are zeros, so the padded products are exact zeros (TPDS'25 §V.C.3).
 template <>
 inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, View<float> B, float beta,
                                      View<float> C, Index k) {
-  const Index lda = kernels::paddedRows(A.rows), ldb = kernels::paddedRows(B.rows);
-  const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;
-  const Index na = lda * A.cols, nb = ldb * B.cols;
-  auto align = [](Index bytes) { return (bytes + 255) / 256 * 256; };
   if (mode == Precision::TF32) {
     TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, &alpha, A.p, CUDA_R_32F, A.ld, B.p,
                                CUDA_R_32F, B.ld, &beta, C.p, CUDA_R_32F, C.ld, CUBLAS_COMPUTE_32F_FAST_TF32,
                                CUBLAS_GEMM_DEFAULT));
-  } else if (mode == Precision::TF32x3) {
-    const Index bytesA = align(na * Index(sizeof(float))), bytesB = align(nb * Index(sizeof(float)));
-    char* w = conversion->reserve(2 * (bytesA + bytesB), stream);
-    float* aHi = reinterpret_cast<float*>(w);
-    float* aLo = reinterpret_cast<float*>(w + bytesA);
-    float* bHi = reinterpret_cast<float*>(w + 2 * bytesA);
-    float* bLo = reinterpret_cast<float*>(w + 2 * bytesA + bytesB);
-    kernels::launchSplitTf32(A.p, A.ld, A.rows, A.cols, aHi, aLo, stream);
-    kernels::launchSplitTf32(B.p, B.ld, B.rows, B.cols, bHi, bLo, stream);
-    // Smallest terms first; each product is exact in TF32 x TF32 and accumulated in FP32.
-    const float one = 1.0f;
-    const float* lhs[3] = {aLo, aHi, aHi};
-    const float* rhs[3] = {bHi, bLo, bHi};
-    for (int t = 0; t < 3; ++t)
-      TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, kk, &alpha, lhs[t], CUDA_R_32F, lda,
-                                 rhs[t], CUDA_R_32F, ldb, t == 0 ? &beta : &one, C.p, CUDA_R_32F, C.ld,
-                                 CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
-  } else {  // FP16 / BF16
-    const bool half = mode == Precision::FP16;
-    const Index bytesA = align(na * 2), bytesB = align(nb * 2);
-    char* w = conversion->reserve(bytesA + bytesB, stream);
-    const cudaDataType type = half ? CUDA_R_16F : CUDA_R_16BF;
-    if (half) {
-      kernels::launchConvertFromFloat(A.p, A.ld, A.rows, A.cols, reinterpret_cast<__half*>(w), stream);
-      kernels::launchConvertFromFloat(B.p, B.ld, B.rows, B.cols, reinterpret_cast<__half*>(w + bytesA), stream);
-    } else {
-      kernels::launchConvertFromFloat(A.p, A.ld, A.rows, A.cols, reinterpret_cast<__nv_bfloat16*>(w), stream);
-      kernels::launchConvertFromFloat(B.p, B.ld, B.rows, B.cols, reinterpret_cast<__nv_bfloat16*>(w + bytesA),
-                                      stream);
-    }
-    TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, kk, &alpha, w, type, lda, w + bytesA, type,
-                               ldb, &beta, C.p, CUDA_R_32F, C.ld, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return;
   }
+  const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;
+  const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
+  char* w = conversion->reserve(bytesA + bytesB, stream);
+  const ConvertedOperand a = convertOperand(mode, A, w, stream), b = convertOperand(mode, B, w + bytesA, stream);
+  convertedProduct(blas, mode, ta, tb, C.rows, C.cols, kk, alpha, a, b, beta, C.p, C.ld);
 }
 
 // The recursive TRMM with L and Z converted once (a per-product conversion re-reads and re-writes the operands at every
@@ -359,47 +381,17 @@ inline void CudaOps<double>::trmmConverted(Op opL, double alpha, View<double> L,
 template <>
 inline void CudaOps<float>::trmmConverted(Op opL, float alpha, View<float> L, View<float> Z, View<float> C,
                                           Index cutoff, TrmmScheme scheme) {
-  const Index k = L.rows, c = Z.cols, ld = kernels::paddedRows(k);
-  auto align = [](Index bytes) { return (bytes + 255) / 256 * 256; };
-  const bool x3 = mode == Precision::TF32x3;
-  const Index elem = x3 ? Index(sizeof(float)) : 2;
-  const Index bytesL = align(ld * k * elem), bytesZ = align(ld * c * elem);
-  char* w = conversion->reserve((x3 ? 2 : 1) * (bytesL + bytesZ), stream);
-  char* lHi = w;
-  char* zHi = w + bytesL;
-  char* lLo = w + bytesL + bytesZ;
-  char* zLo = lLo + bytesL;
-  cudaDataType type = CUDA_R_32F;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-  if (x3) {
-    kernels::launchSplitTf32(L.p, L.ld, k, k, reinterpret_cast<float*>(lHi), reinterpret_cast<float*>(lLo), stream);
-    kernels::launchSplitTf32(Z.p, Z.ld, k, c, reinterpret_cast<float*>(zHi), reinterpret_cast<float*>(zLo), stream);
-  } else if (mode == Precision::FP16) {
-    type = CUDA_R_16F;
-    compute = CUBLAS_COMPUTE_32F;
-    kernels::launchConvertFromFloat(L.p, L.ld, k, k, reinterpret_cast<__half*>(lHi), stream);
-    kernels::launchConvertFromFloat(Z.p, Z.ld, k, c, reinterpret_cast<__half*>(zHi), stream);
-  } else {
-    type = CUDA_R_16BF;
-    compute = CUBLAS_COMPUTE_32F;
-    kernels::launchConvertFromFloat(L.p, L.ld, k, k, reinterpret_cast<__nv_bfloat16*>(lHi), stream);
-    kernels::launchConvertFromFloat(Z.p, Z.ld, k, c, reinterpret_cast<__nv_bfloat16*>(zHi), stream);
-  }
-  const float one = 1.0f;
+  const Index k = L.rows;
+  const Index bytesL = convertedBytes(mode, k, L.cols), bytesZ = convertedBytes(mode, Z.rows, Z.cols);
+  char* w = conversion->reserve(bytesL + bytesZ, stream);
+  const ConvertedOperand l = convertOperand(mode, L, w, stream), z = convertOperand(mode, Z, w + bytesL, stream);
   auto gemm = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
     const Index rowsC = op == Op::N ? lnr : lnc;
-    // Op::T reaching L's last row: the inner dimension runs on into the zero padding rows of both copies, so that it
-    // stays a multiple of 8.
-    const Index inner = op == Op::N ? lnc : (lr + lnr == k ? ld - lr : lnr);
-    const Index offL = (lr + lc * ld) * elem, offZ = zr * elem;
-    float* dst = C.p + cr;
-    // TF32x3: lo*hi, hi*lo, hi*hi as in gemmMode; the others: one product.
-    const char* lhs[3] = {lLo, lHi, lHi};
-    const char* rhs[3] = {zHi, zLo, zHi};
-    const int first = x3 ? 0 : 2;
-    for (int t = first; t < 3; ++t)
-      TCQR_CHECK(cublasGemmEx_64(blas, cuOp(op), CUBLAS_OP_N, rowsC, c, inner, &alpha, lhs[t] + offL, type, ld,
-                                 rhs[t] + offZ, type, ld, &one, dst, CUDA_R_32F, C.ld, compute, CUBLAS_GEMM_DEFAULT));
+    // Op::T reaching L's last row: the inner dimension runs on into the zero padding rows of both copies (Z has k
+    // rows, so both copies have ld = paddedRows(k)), so that it stays a multiple of 8.
+    const Index inner = op == Op::N ? lnc : (lr + lnr == k ? l.ld - lr : lnr);
+    convertedProduct(blas, mode, op, Op::N, rowsC, Z.cols, inner, alpha, l.at(lr, lc), z.at(zr, 0), 1.0f, C.p + cr,
+                     C.ld);
   };
   trmmBlocks(gemm, opL, k, cutoff, scheme);
 }
