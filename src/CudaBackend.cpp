@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "CudaContext.hpp"
 #include "CudaOps.hpp"
 #include "Tunables.hpp"
 #include "tcqr/detail/QRState.h"
@@ -58,43 +59,28 @@ namespace {
 template <typename S>
 class CudaQRState final : public QRState<S> {
  public:
+  // The context (first member) is built first; if a buffer below fails, the members built so far are destroyed,
+  // the context last, which releases its handles and stream.
   CudaQRState() {
-    if (!cudaDeviceAvailable())
-      throw Error(ErrorSource::NoDevice, 0, "cudaGetDeviceCount",
-                  "Backend::Cuda requested but no usable CUDA device is present");
-    TCQR_CHECK(cudaGetDevice(&m_device));
-    try {
-      TCQR_CHECK(cublasCreate(&m_blas));
-      TCQR_CHECK(cusolverDnCreate(&m_solver));
-      TCQR_CHECK(cusolverDnCreateParams(&m_params));
-      TCQR_CHECK(cublasSetMathMode(m_blas, CUBLAS_DEFAULT_MATH));  // true FP32/FP64: no TF32 behind the user's back
-      m_flags.reserve(2);
-      m_hostFlags.reserve(2);
-      m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
-      applyStream();
-    } catch (...) {
-      destroyHandles();
-      throw;
-    }
+    m_flags.reserve(2);
+    m_hostFlags.reserve(2);
+    m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
   }
   ~CudaQRState() override {
-    // Work still queued (on our stream or the user's) may use the buffers freed below.
-    if (m_userStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_userStream));
-    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
-    if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
-    destroyHandles();
+    // Work still queued (on our stream or the user's) may use the buffers, which the member destructors free after
+    // this body; the context, destroyed last, then destroys the handles and the stream (see CudaContext).
+    m_ctx.synchronizeNoThrow();
   }
 
   Backend backend() const noexcept override { return Backend::Cuda; }
 
   std::unique_ptr<QRState<S>> clone() const override {
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     std::unique_ptr<CudaQRState> c(new CudaQRState());
-    c->m_userStream = m_userStream;
     c->m_nb = m_nb;
     c->m_panel = m_panel;
     c->setPrecision(m_precision);
-    c->applyStream();
+    c->m_ctx.setStream(m_ctx.userStream());  // nothing is queued on c's stream yet
     synchronize();
     c->allocate(m_rows, m_cols);
     const Index k = std::min(m_rows, m_cols);
@@ -112,7 +98,7 @@ class CudaQRState final : public QRState<S> {
   }
 
   void factorStaged(Index rows, Index cols) override {
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     allocate(rows, cols);
     if (rows * cols > 0)
       TCQR_CHECK(cudaMemcpyAsync(m_a.get(), m_stage.get(), sizeof(S) * rows * cols, cudaMemcpyHostToDevice, stream()));
@@ -123,16 +109,12 @@ class CudaQRState final : public QRState<S> {
     if (rows < 0 || cols < 0 || ld < std::max<Index>(rows, 1) || (rows * cols > 0 && dA == nullptr))
       throw Error(ErrorSource::Usage, 0, "computeOnDevice",
                   "computeOnDevice: invalid arguments (null pointer, negative size or ld < rows)");
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     setStream(userStream);
     allocate(rows, cols);
-    if (!userStream) {
-      // Without a user stream the work runs on the object's non-blocking stream: order it after everything already
-      // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
-      if (!m_ready) TCQR_CHECK(cudaEventCreateWithFlags(&m_ready, cudaEventDisableTiming));
-      TCQR_CHECK(cudaEventRecord(m_ready, cudaStreamLegacy));
-      TCQR_CHECK(cudaStreamWaitEvent(stream(), m_ready, 0));
-    }
+    // Without a user stream the work runs on the object's non-blocking stream: order it after everything already
+    // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
+    if (!userStream) m_ctx.orderAfterLegacyStream();
     if (rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols)) {
       // The whole factorization is one TSQR panel: its level 0 reads dA directly and flags NaN/Inf on the way, which
       // saves the device-to-device copy and the separate scan (two of the five passes over a tall-skinny A).
@@ -155,7 +137,7 @@ class CudaQRState final : public QRState<S> {
 
   void copyQR(S* dst, Index ld) const override {
     if (m_rows * m_cols == 0) return;
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ld, m_a.get(), sizeof(S) * m_rows, sizeof(S) * m_rows, m_cols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -163,14 +145,14 @@ class CudaQRState final : public QRState<S> {
   void copyTau(S* dst) const override {
     const Index k = std::min(m_rows, m_cols);
     if (k == 0) return;
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     TCQR_CHECK(cudaMemcpyAsync(dst, m_tau.get(), sizeof(S) * k, cudaMemcpyDeviceToHost, stream()));
     synchronize();
   }
   void copyDiagonal(S* dst) const override {
     const Index k = std::min(m_rows, m_cols);
     if (k == 0) return;
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S), m_a.get(), sizeof(S) * (m_rows + 1), sizeof(S), k,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -180,7 +162,7 @@ class CudaQRState final : public QRState<S> {
     const Index k = std::min(m_rows, m_cols);
     if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "applyQ", "applyQ: invalid reflector count");
     if (bRows * bCols == 0) return;
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     S* dB = m_rhs.reserve(bRows * bCols);
     TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * bRows, B, sizeof(S) * ldb, sizeof(S) * bRows, bCols,
                                  cudaMemcpyHostToDevice, stream()));
@@ -197,7 +179,7 @@ class CudaQRState final : public QRState<S> {
     const Index k = std::min(m_rows, m_cols);
     if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "formQ", "formQ: invalid reflector count");
     if (m_rows * qCols == 0) return;
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     S* dQ = m_rhs.reserve(m_rows * qCols);
     kernels::launchSetIdentity<S>(dQ, m_rows, m_rows, qCols, stream());
     S* scratch = m_scratch.reserve(applyScratchSize(length, qCols));
@@ -212,7 +194,7 @@ class CudaQRState final : public QRState<S> {
   void solve(S* B, Index nrhs, Index ldb, bool transposed) override {
     const Index rowsB = std::max(m_rows, m_cols);
     if (rowsB * nrhs == 0) return;
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     S* dB = m_rhs.reserve(rowsB * nrhs);
     TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * rowsB, B, sizeof(S) * ldb, sizeof(S) * rowsB, nrhs,
                                  cudaMemcpyHostToDevice, stream()));
@@ -228,10 +210,7 @@ class CudaQRState final : public QRState<S> {
   const S* deviceTau() const override { return m_tau.get(); }
   const S* deviceW() const override { return m_w.get(); }
 
-  void synchronize() const override {
-    DeviceGuard g(m_device);
-    TCQR_CHECK(cudaStreamSynchronize(stream()));
-  }
+  void synchronize() const override { m_ctx.synchronize(); }
 
   void setBlockSize(Index nb) override { m_nb = nb; }
   void setPanel(Panel panel) override { m_panel = panel; }
@@ -240,16 +219,11 @@ class CudaQRState final : public QRState<S> {
     // FP64Emulated: cuBLAS only emulates where its heuristics expect a gain unless told to always do so; on Hopper
     // they never do, and the mode exists to be measured.
     const bool eager = resolvedPrecision() == Precision::FP64Emulated;
-    TCQR_CHECK(cublasSetEmulationStrategy(m_blas, eager ? CUBLAS_EMULATION_STRATEGY_EAGER
-                                                        : CUBLAS_EMULATION_STRATEGY_DEFAULT));
+    TCQR_CHECK(cublasSetEmulationStrategy(m_ctx.blas(), eager ? CUBLAS_EMULATION_STRATEGY_EAGER
+                                                              : CUBLAS_EMULATION_STRATEGY_DEFAULT));
   }
   Index blockSize() const noexcept override { return nb(); }
-  void setStream(CUstream_st* s) override {
-    if (s == m_userStream) return;
-    synchronize();  // work queued on the old stream completes before the new one may touch the buffers
-    m_userStream = s;
-    applyStream();
-  }
+  void setStream(CUstream_st* s) override { m_ctx.setStream(s); }
 
  private:
   Index nb() const {
@@ -267,22 +241,20 @@ class CudaQRState final : public QRState<S> {
   View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
   View<S> viewW() const { return View<S>(m_w.get(), m_rows, std::min(m_rows, m_cols), m_rows); }
 
-  cudaStream_t stream() const {
-    if (m_userStream) return m_userStream;
-    if (!m_ownStream) TCQR_CHECK(cudaStreamCreateWithFlags(&m_ownStream, cudaStreamNonBlocking));
-    return m_ownStream;
-  }
-  void applyStream() {
-    TCQR_CHECK(cublasSetStream(m_blas, stream()));
-    TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
-  }
+  cudaStream_t stream() const { return m_ctx.stream(); }
 
   /// Ops for the factorization run in the object's precision mode; every other use (solve, Q products) in S.
   CudaOps<S> makeOps(bool factorization = false) const {
     const Precision mode = factorization ? resolvedPrecision() : (std::is_same<S, double>::value ? Precision::FP64
                                                                                                     : Precision::FP32);
-    return CudaOps<S>{m_blas, m_solver, m_params, stream(), &m_work, &m_hostWork, m_flags.get() + 1, mode,
-                      &m_conversion};
+    CudaOps<S> ops{};
+    m_ctx.fillOps(ops);
+    ops.work = &m_work;
+    ops.hostWork = &m_hostWork;
+    ops.dInfo = m_flags.get() + 1;
+    ops.mode = mode;
+    ops.conversion = &m_conversion;
+    return ops;
   }
 
   void copyD2D(S* dst, const S* src, Index count) const {
@@ -309,8 +281,9 @@ class CudaQRState final : public QRState<S> {
       if (resolvedPrecision() == Precision::FP16) m_colScale.reserve(std::max<Index>(cols, 1));
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {
         size_t dBytes = 0, hBytes = 0;
-        TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_solver, m_params, rows, std::min(k, nb()), Blas<S>::type, m_a.get(),
-                                               rows, Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes, &hBytes));
+        TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_ctx.solver(), m_ctx.params(), rows, std::min(k, nb()), Blas<S>::type,
+                                               m_a.get(), rows, Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes,
+                                               &hBytes));
         if (static_cast<Index>(dBytes) > m_work.capacity()) synchronize();
         m_work.reserve(static_cast<Index>(dBytes));
         if (m_hostWork.size() < hBytes) m_hostWork.resize(hBytes);
@@ -347,23 +320,8 @@ class CudaQRState final : public QRState<S> {
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
   }
 
-  void destroyHandles() noexcept {
-    if (m_params) cusolverDnDestroyParams(m_params);
-    if (m_solver) cusolverDnDestroy(m_solver);
-    if (m_blas) cublasDestroy(m_blas);
-    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_ownStream));
-    m_params = nullptr;
-    m_solver = nullptr;
-    m_blas = nullptr;
-    m_ownStream = nullptr;
-  }
-
-  int m_device = 0;
-  mutable cudaStream_t m_ownStream = nullptr;
-  cudaStream_t m_userStream = nullptr;
-  cublasHandle_t m_blas = nullptr;
-  cusolverDnHandle_t m_solver = nullptr;
-  cusolverDnParams_t m_params = nullptr;
+  // First member: constructed before and destroyed after every buffer below (see CudaContext).
+  CudaContext m_ctx;
   DeviceBuffer<S> m_a, m_w, m_tau, m_scratch, m_rhs, m_colScale;
   mutable ConversionWork m_conversion;
   mutable DeviceBuffer<char> m_work;
@@ -375,7 +333,6 @@ class CudaQRState final : public QRState<S> {
   Panel m_panel = Panel::Auto;
   Precision m_precision = Precision::Default;
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
-  cudaEvent_t m_ready = nullptr;
 };
 
 }  // namespace

@@ -1,0 +1,137 @@
+// CudaContext.hpp - the device-side lifecycle shared by the CUDA state classes (internal; includes CUDA headers):
+// the device, the cuBLAS and cuSOLVER handles, the object's own stream or a borrowed user stream, and the event that
+// orders work after the legacy default stream. CudaQRState (CudaBackend.cpp) and CudaTallSkinnyState
+// (TallSkinnyCuda.cpp) each own one.
+#pragma once
+
+#include "CudaOps.hpp"
+
+namespace tcqr {
+namespace detail {
+
+/// \internal
+/// The handles and the stream of one CUDA state object. Everything the object queues runs on stream(): the user's
+/// stream when one was set, otherwise a non-blocking stream owned here. The cuBLAS and cuSOLVER handles always run
+/// on stream().
+///
+/// Destruction order. A state class holds device buffers that work still queued on stream() may use, so it must
+///   1. declare its CudaContext as its FIRST data member: members are destroyed in reverse declaration order, so the
+///      context (and with it the streams) outlives every buffer, and a constructor that throws after the context was
+///      built still destroys it (and so releases the handles) after the buffers; and
+///   2. call synchronizeNoThrow() in its destructor body, which runs before any member is destroyed, so that no
+///      queued work still uses a buffer when the buffers' destructors free them.
+/// The context's own destructor synchronises once more (nothing is queued by then) and destroys what it created.
+class CudaContext {
+ public:
+  /// Binds to the current device. Throws tcqr::Error (NoDevice) when no device is usable, or the failing call's
+  /// error; on failure everything created so far is released.
+  CudaContext() {
+    if (!cudaDeviceAvailable())
+      throw Error(ErrorSource::NoDevice, 0, "cudaGetDeviceCount",
+                  "Backend::Cuda requested but no usable CUDA device is present");
+    TCQR_CHECK(cudaGetDevice(&m_device));
+    try {
+      TCQR_CHECK(cublasCreate(&m_blas));
+      TCQR_CHECK(cusolverDnCreate(&m_solver));
+      TCQR_CHECK(cusolverDnCreateParams(&m_params));
+      // True FP32/FP64: no TF32 behind the user's back. The precision modes pick tensor cores per call (the compute
+      // type of cublasGemmEx), and FP64Emulated through the handle's emulation strategy (CudaQRState::setPrecision).
+      TCQR_CHECK(cublasSetMathMode(m_blas, CUBLAS_DEFAULT_MATH));
+      applyStream();  // creates the own stream
+    } catch (...) {
+      destroy();
+      throw;
+    }
+  }
+  ~CudaContext() noexcept {
+    synchronizeNoThrow();
+    destroy();
+  }
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  int device() const noexcept { return m_device; }
+  cublasHandle_t blas() const noexcept { return m_blas; }
+  cusolverDnHandle_t solver() const noexcept { return m_solver; }
+  cusolverDnParams_t params() const noexcept { return m_params; }
+  /// The user's stream, or null when the object runs on its own stream.
+  cudaStream_t userStream() const noexcept { return m_userStream; }
+
+  /// The stream all work is queued on: the user's, or the own non-blocking stream (created on first use).
+  cudaStream_t stream() const {
+    if (m_userStream) return m_userStream;
+    if (!m_ownStream) TCQR_CHECK(cudaStreamCreateWithFlags(&m_ownStream, cudaStreamNonBlocking));
+    return m_ownStream;
+  }
+
+  /// Runs on `s` from now on (null: the own stream). Work queued on the old stream completes first, since work on
+  /// the new one may touch the same buffers.
+  void setStream(cudaStream_t s) {
+    if (s == m_userStream) return;
+    synchronize();
+    m_userStream = s;
+    applyStream();
+  }
+
+  /// Waits until everything queued on stream() has completed.
+  void synchronize() const {
+    DeviceGuard g(m_device);
+    TCQR_CHECK(cudaStreamSynchronize(stream()));
+  }
+
+  /// For destructors: waits for the user's stream (if set) and the own stream (if created), reporting failures to
+  /// stderr instead of throwing.
+  void synchronizeNoThrow() const noexcept {
+    if (m_userStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_userStream));
+    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
+  }
+
+  /// Orders the work queued on stream() from now on after everything already queued on the legacy default stream
+  /// (where a caller that passes no stream most likely produced its input). For the calls given no user stream,
+  /// which then run on the own non-blocking stream.
+  void orderAfterLegacyStream() {
+    if (!m_ready) TCQR_CHECK(cudaEventCreateWithFlags(&m_ready, cudaEventDisableTiming));
+    TCQR_CHECK(cudaEventRecord(m_ready, cudaStreamLegacy));
+    TCQR_CHECK(cudaStreamWaitEvent(stream(), m_ready, 0));
+  }
+
+  /// Sets the fields of `ops` that come from the context (handles and stream); the caller sets the workspaces, the
+  /// info pointer and the mode.
+  template <typename S>
+  void fillOps(CudaOps<S>& ops) const {
+    ops.blas = m_blas;
+    ops.solver = m_solver;
+    ops.params = m_params;
+    ops.stream = stream();
+  }
+
+ private:
+  void applyStream() {
+    TCQR_CHECK(cublasSetStream(m_blas, stream()));
+    TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
+  }
+
+  void destroy() noexcept {
+    if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
+    if (m_params) cusolverDnDestroyParams(m_params);
+    if (m_solver) cusolverDnDestroy(m_solver);
+    if (m_blas) cublasDestroy(m_blas);
+    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_ownStream));
+    m_ready = nullptr;
+    m_params = nullptr;
+    m_solver = nullptr;
+    m_blas = nullptr;
+    m_ownStream = nullptr;
+  }
+
+  int m_device = 0;
+  cublasHandle_t m_blas = nullptr;
+  cusolverDnHandle_t m_solver = nullptr;
+  cusolverDnParams_t m_params = nullptr;
+  mutable cudaStream_t m_ownStream = nullptr;
+  cudaStream_t m_userStream = nullptr;
+  cudaEvent_t m_ready = nullptr;  ///< orderAfterLegacyStream's event (created on first use)
+};
+
+}  // namespace detail
+}  // namespace tcqr
