@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "CudaContext.hpp"
 #include "CudaOps.hpp"
 #include "TallSkinny.hpp"
 #include "Tunables.hpp"
@@ -42,31 +43,17 @@ struct TallSkinnyCudaOps : CudaOps<S> {
 template <typename S>
 class CudaTallSkinnyState final : public TallSkinnyState<S> {
  public:
+  // The context (first member) is built first; if a buffer below fails, the members built so far are destroyed,
+  // the context last, which releases its handles and stream.
   CudaTallSkinnyState() {
-    if (!cudaDeviceAvailable())
-      throw Error(ErrorSource::NoDevice, 0, "cudaGetDeviceCount",
-                  "Backend::Cuda requested but no usable CUDA device is present");
-    TCQR_CHECK(cudaGetDevice(&m_device));
-    try {
-      TCQR_CHECK(cublasCreate(&m_blas));
-      TCQR_CHECK(cusolverDnCreate(&m_solver));
-      TCQR_CHECK(cusolverDnCreateParams(&m_params));
-      TCQR_CHECK(cublasSetMathMode(m_blas, CUBLAS_DEFAULT_MATH));  // true FP32/FP64, as TensorCoreHouseholderQR
-      m_flags.reserve(2);
-      m_hostFlags.reserve(2);
-      m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
-      applyStream();
-    } catch (...) {
-      destroyHandles();
-      throw;
-    }
+    m_flags.reserve(2);
+    m_hostFlags.reserve(2);
+    m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
   }
   ~CudaTallSkinnyState() override {
-    // Work still queued (on our stream or the user's) may use the buffers freed below.
-    if (m_userStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_userStream));
-    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
-    if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
-    destroyHandles();
+    // Work still queued (on our stream or the user's) may use the buffers, which the member destructors free after
+    // this body; the context, destroyed last, then destroys the handles and the stream (see CudaContext).
+    m_ctx.synchronizeNoThrow();
   }
 
   Backend backend() const noexcept override { return Backend::Cuda; }
@@ -77,7 +64,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   }
 
   void computeStaged(Index rows, Index cols, unsigned what) override {
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     allocate(rows, cols, what);
     if (rows * cols > 0)
       TCQR_CHECK(cudaMemcpyAsync(m_a.get(), m_stage.get(), sizeof(S) * rows * cols, cudaMemcpyHostToDevice, stream()));
@@ -88,16 +75,12 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     if (rows < 0 || cols < 0 || rows < cols || ld < std::max<Index>(rows, 1) || (rows * cols > 0 && dA == nullptr))
       throw Error(ErrorSource::Usage, 0, "computeOnDevice",
                   "computeOnDevice: invalid arguments (null pointer, rows < cols, negative size or ld < rows)");
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     setStream(userStream);
     allocate(rows, cols, what);
-    if (!userStream) {
-      // Without a user stream the work runs on the object's non-blocking stream: order it after everything already
-      // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
-      if (!m_ready) TCQR_CHECK(cudaEventCreateWithFlags(&m_ready, cudaEventDisableTiming));
-      TCQR_CHECK(cudaEventRecord(m_ready, cudaStreamLegacy));
-      TCQR_CHECK(cudaStreamWaitEvent(stream(), m_ready, 0));
-    }
+    // Without a user stream the work runs on the object's non-blocking stream: order it after everything already
+    // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
+    if (!userStream) m_ctx.orderAfterLegacyStream();
     // The TSQR paths read dA in their first kernel (which also flags NaN/Inf); only the recursive path needs the
     // copy. Either way dA must stay unchanged until the computation has run on the stream.
     if (tallSkinnyPath(rows, cols, what) != TallSkinnyPath::Recursive) {
@@ -134,17 +117,9 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   const S* deviceTau() const override { return (m_what & kTallSkinnyWY) ? m_tau.get() : nullptr; }
   const S* deviceT() const override { return (m_what & kTallSkinnyWY) ? m_t.get() : nullptr; }
 
-  void synchronize() const override {
-    DeviceGuard g(m_device);
-    TCQR_CHECK(cudaStreamSynchronize(stream()));
-  }
+  void synchronize() const override { m_ctx.synchronize(); }
 
-  void setStream(CUstream_st* s) override {
-    if (s == m_userStream) return;
-    synchronize();  // work queued on the old stream completes before the new one may touch the buffers
-    m_userStream = s;
-    applyStream();
-  }
+  void setStream(CUstream_st* s) override { m_ctx.setStream(s); }
 
  private:
   // Panel width of the recursion (n > kTsqrMaxCols): the TSQR tile width, with Hybrid panels (TSQR for panels of at
@@ -152,22 +127,11 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   static constexpr Index kNb = kTsqrMaxCols;
   static constexpr PanelKind kPanel = PanelKind::Hybrid;
 
-  cudaStream_t stream() const {
-    if (m_userStream) return m_userStream;
-    if (!m_ownStream) TCQR_CHECK(cudaStreamCreateWithFlags(&m_ownStream, cudaStreamNonBlocking));
-    return m_ownStream;
-  }
-  void applyStream() {
-    TCQR_CHECK(cublasSetStream(m_blas, stream()));
-    TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
-  }
+  cudaStream_t stream() const { return m_ctx.stream(); }
 
   TallSkinnyCudaOps<S> makeOps() const {
     TallSkinnyCudaOps<S> ops;
-    ops.blas = m_blas;
-    ops.solver = m_solver;
-    ops.params = m_params;
-    ops.stream = stream();
+    m_ctx.fillOps(ops);
     ops.work = &m_work;
     ops.hostWork = &m_hostWork;
     ops.dInfo = m_flags.get() + 1;
@@ -176,7 +140,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
 
   void copyToHost(S* dst, Index ld, const S* src, Index rows, Index cols) const {
     if (rows * cols == 0 || src == nullptr) return;
-    DeviceGuard g(m_device);
+    DeviceGuard g(m_ctx.device());
     TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ld, src, sizeof(S) * rows, sizeof(S) * rows, cols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -208,8 +172,8 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
       if (needW && tallSkinnyPath(rows, cols, what) == TallSkinnyPath::Recursive &&
           m_workQueried != std::make_pair(rows, w)) {
         size_t dBytes = 0, hBytes = 0;
-        TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_solver, m_params, rows, w, Blas<S>::type, m_a.get(), rows,
-                                               Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes, &hBytes));
+        TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_ctx.solver(), m_ctx.params(), rows, w, Blas<S>::type, m_a.get(),
+                                               rows, Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes, &hBytes));
         if (static_cast<Index>(dBytes) > m_work.capacity()) synchronize();
         m_work.reserve(static_cast<Index>(dBytes));
         if (m_hostWork.size() < hBytes) m_hostWork.resize(hBytes);
@@ -244,23 +208,8 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
   }
 
-  void destroyHandles() noexcept {
-    if (m_params) cusolverDnDestroyParams(m_params);
-    if (m_solver) cusolverDnDestroy(m_solver);
-    if (m_blas) cublasDestroy(m_blas);
-    if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_ownStream));
-    m_params = nullptr;
-    m_solver = nullptr;
-    m_blas = nullptr;
-    m_ownStream = nullptr;
-  }
-
-  int m_device = 0;
-  mutable cudaStream_t m_ownStream = nullptr;
-  cudaStream_t m_userStream = nullptr;
-  cublasHandle_t m_blas = nullptr;
-  cusolverDnHandle_t m_solver = nullptr;
-  cusolverDnParams_t m_params = nullptr;
+  // First member: constructed before and destroyed after every buffer below (see CudaContext).
+  CudaContext m_ctx;
   DeviceBuffer<S> m_a, m_w, m_q, m_r, m_t, m_tau, m_scratch;
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
@@ -270,7 +219,6 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   Index m_rows = 0, m_cols = 0;
   unsigned m_what = 0;
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
-  cudaEvent_t m_ready = nullptr;
 };
 
 }  // namespace
