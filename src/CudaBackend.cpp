@@ -219,8 +219,7 @@ class CudaQRState final : public QRState<S> {
     // FP64Emulated: cuBLAS only emulates where its heuristics expect a gain unless told to always do so; on Hopper
     // they never do, and the mode exists to be measured.
     const bool eager = resolvedPrecision() == Precision::FP64Emulated;
-    TCQR_CHECK(cublasSetEmulationStrategy(m_ctx.blas(), eager ? CUBLAS_EMULATION_STRATEGY_EAGER
-                                                              : CUBLAS_EMULATION_STRATEGY_DEFAULT));
+    m_ctx.setEmulationStrategy(eager ? CUBLAS_EMULATION_STRATEGY_EAGER : CUBLAS_EMULATION_STRATEGY_DEFAULT);
   }
   Index blockSize() const noexcept override { return nb(); }
   void setStream(CUstream_st* s) override { m_ctx.setStream(s); }
@@ -254,6 +253,7 @@ class CudaQRState final : public QRState<S> {
     ops.dInfo = m_flags.get() + 1;
     ops.mode = mode;
     ops.conversion = &m_conversion;
+    if (factorization) m_ctx.fillSideLane(ops);  // factorRecursive's look-ahead
     return ops;
   }
 

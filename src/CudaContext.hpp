@@ -4,6 +4,9 @@
 // (TallSkinnyCuda.cpp) each own one.
 #pragma once
 
+#include <cstdlib>
+#include <cstring>
+
 #include "CudaOps.hpp"
 
 namespace tcqr {
@@ -84,6 +87,30 @@ class CudaContext {
   void synchronizeNoThrow() const noexcept {
     if (m_userStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_userStream));
     if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
+    // Normally joined into stream() already; not after a computation that threw half-way.
+    if (m_sideStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_sideStream));
+  }
+
+  /// cuBLAS's emulation strategy (FP64Emulated), on both handles.
+  void setEmulationStrategy(cublasEmulationStrategy_t strategy) {
+    m_emulation = strategy;
+    TCQR_CHECK(cublasSetEmulationStrategy(m_blas, strategy));
+    if (m_sideBlas) TCQR_CHECK(cublasSetEmulationStrategy(m_sideBlas, strategy));
+  }
+
+  /// Gives `ops` the side lane of factorRecursive's look-ahead, created on first use: a non-blocking stream with its
+  /// own cuBLAS handle (math mode and emulation strategy as blas(); a cuBLAS workspace must not serve two streams at
+  /// once) and the fork/join events. The side lane only ever runs between a fork and a join on stream(), so
+  /// synchronizing stream() covers it. The environment variable TCQR_LOOKAHEAD=0 leaves the lane out (for A/B
+  /// measurements; the results do not depend on it beyond rounding).
+  template <typename S>
+  void fillSideLane(CudaOps<S>& ops) const {
+    if (lookAheadDisabled()) return;
+    if (!m_sideStream) createSideLane();
+    ops.sideBlas = m_sideBlas;
+    ops.sideStream = m_sideStream;
+    ops.forkEvent = m_forkEvent;
+    ops.sideEvent = m_sideEvent;
   }
 
   /// Orders the work queued on stream() from now on after everything already queued on the legacy default stream
@@ -106,12 +133,42 @@ class CudaContext {
   }
 
  private:
+  static bool lookAheadDisabled() {
+    const char* v = std::getenv("TCQR_LOOKAHEAD");
+    return v != nullptr && std::strcmp(v, "0") == 0;
+  }
+
+  void createSideLane() const {
+    try {
+      TCQR_CHECK(cudaEventCreateWithFlags(&m_forkEvent, cudaEventDisableTiming));
+      TCQR_CHECK(cudaEventCreateWithFlags(&m_sideEvent, cudaEventDisableTiming));
+      TCQR_CHECK(cublasCreate(&m_sideBlas));
+      TCQR_CHECK(cublasSetMathMode(m_sideBlas, CUBLAS_DEFAULT_MATH));
+      TCQR_CHECK(cublasSetEmulationStrategy(m_sideBlas, m_emulation));
+      TCQR_CHECK(cudaStreamCreateWithFlags(&m_sideStream, cudaStreamNonBlocking));
+      TCQR_CHECK(cublasSetStream(m_sideBlas, m_sideStream));
+    } catch (...) {
+      destroySideLane();
+      throw;
+    }
+  }
+  void destroySideLane() const noexcept {
+    if (m_sideBlas) cublasDestroy(m_sideBlas);
+    if (m_sideStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_sideStream));
+    if (m_forkEvent) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_forkEvent));
+    if (m_sideEvent) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_sideEvent));
+    m_sideBlas = nullptr;
+    m_sideStream = nullptr;
+    m_forkEvent = m_sideEvent = nullptr;
+  }
+
   void applyStream() {
     TCQR_CHECK(cublasSetStream(m_blas, stream()));
     TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
   }
 
   void destroy() noexcept {
+    destroySideLane();
     if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
     if (m_params) cusolverDnDestroyParams(m_params);
     if (m_solver) cusolverDnDestroy(m_solver);
@@ -131,6 +188,11 @@ class CudaContext {
   mutable cudaStream_t m_ownStream = nullptr;
   cudaStream_t m_userStream = nullptr;
   cudaEvent_t m_ready = nullptr;  ///< orderAfterLegacyStream's event (created on first use)
+  cublasEmulationStrategy_t m_emulation = CUBLAS_EMULATION_STRATEGY_DEFAULT;
+  // The side lane (fillSideLane), created on first use.
+  mutable cublasHandle_t m_sideBlas = nullptr;
+  mutable cudaStream_t m_sideStream = nullptr;
+  mutable cudaEvent_t m_forkEvent = nullptr, m_sideEvent = nullptr;
 };
 
 }  // namespace detail

@@ -135,6 +135,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     ops.work = &m_work;
     ops.hostWork = &m_hostWork;
     ops.dInfo = m_flags.get() + 1;
+    m_ctx.fillSideLane(ops);  // the recursive path's look-ahead (factorRecursive)
     return ops;
   }
 
