@@ -35,117 +35,31 @@
 #include <Eigen/Core>
 #include <Eigen/TensorCoreQR>
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
 #include <exception>
 #include <fstream>
 #include <limits>
 #include <numeric>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "precision_accuracy_kernels.hpp"
 #include "qr_bench_kernels.hpp"
 
-#ifndef TCQR_BENCH_COMMIT
-#define TCQR_BENCH_COMMIT "unknown"
-#endif
+using namespace tcqr_bench;  // CHECK, BenchError, DevBuf, Handles, Vendor, frobenius, CSV helpers
 
 namespace {
 
-using i64 = std::int64_t;
 using tcqr::Precision;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// ---------------------------------------------------------------------------------------------------------------
-// Status checks: a failing call throws, naming the call; the row that was running reports it.
-
-struct AccError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void fail(const char* call, const std::string& status, int line) {
-  throw AccError(std::string(call) + " failed: " + status + " [precision_accuracy.cpp:" + std::to_string(line) + "]");
-}
-void check(cudaError_t s, const char* call, int line) {
-  if (s != cudaSuccess) {
-    cudaGetLastError();
-    fail(call, cudaGetErrorName(s), line);
-  }
-}
-void check(cublasStatus_t s, const char* call, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS) fail(call, cublasGetStatusName(s), line);
-}
-void check(cusolverStatus_t s, const char* call, int line) {
-  if (s != CUSOLVER_STATUS_SUCCESS) fail(call, "cusolverStatus " + std::to_string(int(s)), line);
-}
-void check(curandStatus_t s, const char* call, int line) {
-  if (s != CURAND_STATUS_SUCCESS) fail(call, "curandStatus " + std::to_string(int(s)), line);
-}
-#define CHECK(expr) check((expr), #expr, __LINE__)
-
-template <typename T>
-class DevBuf {
- public:
-  DevBuf() = default;
-  explicit DevBuf(i64 count) {
-    void* p = nullptr;
-    CHECK(cudaMalloc(&p, sizeof(T) * static_cast<size_t>(std::max<i64>(count, 1))));
-    m_p = static_cast<T*>(p);
-  }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  DevBuf(DevBuf&& o) noexcept : m_p(o.m_p) { o.m_p = nullptr; }
-  DevBuf& operator=(DevBuf&& o) noexcept {
-    std::swap(m_p, o.m_p);
-    return *this;
-  }
-  ~DevBuf() {
-    if (m_p) cudaFree(m_p);
-  }
-  T* get() const { return m_p; }
-
- private:
-  T* m_p = nullptr;
-};
-
-struct Handles {
-  cudaStream_t stream = nullptr;
-  cublasHandle_t blas = nullptr;
-  cusolverDnHandle_t solver = nullptr;
-  curandGenerator_t rng = nullptr;
-  Handles() {
-    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CHECK(cublasCreate(&blas));
-    CHECK(cublasSetStream(blas, stream));
-    CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));  // error measurement: IEEE FP64, no emulation
-    CHECK(cusolverDnCreate(&solver));
-    CHECK(cusolverDnSetStream(solver, stream));
-    CHECK(curandCreateGenerator(&rng, CURAND_RNG_PSEUDO_PHILOX4_32_10));
-    CHECK(curandSetStream(rng, stream));
-  }
-  ~Handles() {
-    cudaStreamSynchronize(stream);
-    curandDestroyGenerator(rng);
-    cusolverDnDestroy(solver);
-    cublasDestroy(blas);
-    cudaStreamDestroy(stream);
-  }
-  Handles(const Handles&) = delete;
-  Handles& operator=(const Handles&) = delete;
-  void sync() { CHECK(cudaStreamSynchronize(stream)); }
-};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -155,8 +69,7 @@ const char* const kAllMatrices[] = {"uniform", "normal", "arith", "geo", "spread
 struct Options {
   i64 n = 4096, m = 0;  // m = 0: square
   double kappa = 1e4;
-  std::vector<Precision> modes = {Precision::FP32, Precision::TF32x3, Precision::TF32,        Precision::FP16,
-                                  Precision::BF16, Precision::FP64,   Precision::FP64Emulated};
+  std::vector<Precision> modes = kAllModes;
   std::vector<std::string> matrices{std::begin(kAllMatrices), std::end(kAllMatrices)};
   bool cusolver = true;
   unsigned long long seed = 20251125ULL;
@@ -184,30 +97,6 @@ void usage(const char* argv0) {
 [[noreturn]] void badArg(const std::string& msg) {
   std::fprintf(stderr, "precision_accuracy: %s (see --help)\n", msg.c_str());
   std::exit(2);
-}
-
-std::vector<std::string> splitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-bool parseMode(std::string s, Precision& p) {
-  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
-  const Precision all[] = {Precision::FP32, Precision::TF32x3, Precision::TF32,        Precision::FP16,
-                           Precision::BF16, Precision::FP64,   Precision::FP64Emulated};
-  for (Precision q : all) {
-    std::string name = tcqr::precisionName(q);
-    for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
-    if (name == s) {
-      p = q;
-      return true;
-    }
-  }
-  return false;
 }
 
 i64 parsePositive(const std::string& flag, const std::string& v) {
@@ -239,7 +128,7 @@ Options parseArgs(int argc, char** argv) {
         o.modes.clear();
         for (const auto& item : splitList(v)) {
           Precision p{};
-          if (!parseMode(item, p)) badArg("invalid mode: " + item);
+          if (!parseModeName(item, p)) badArg("invalid mode: " + item);
           o.modes.push_back(p);
         }
       }
@@ -379,15 +268,10 @@ Errors measure(Handles& h, const double* Ad, const S* packed, const S* tau, i64 
     int hInfo = 0;
     CHECK(cudaMemcpyAsync(&hInfo, info.get(), sizeof(int), cudaMemcpyDeviceToHost, h.stream));
     h.sync();
-    if (hInfo != 0) throw AccError("cusolverDnDorgqr returned info = " + std::to_string(hInfo));
+    if (hInfo != 0) throw BenchError("cusolverDnDorgqr returned info = " + std::to_string(hInfo));
   }
   auto frob = [&](const double* X, i64 rows, i64 cols, bool minusIdentity) {
-    CHECK(cudaMemsetAsync(acc.get(), 0, sizeof(double), h.stream));
-    CHECK(qrbench::accumulateSquares(X, rows, rows, cols, minusIdentity, acc.get(), h.stream));
-    double s = 0;
-    CHECK(cudaMemcpyAsync(&s, acc.get(), sizeof(double), cudaMemcpyDeviceToHost, h.stream));
-    h.sync();
-    return std::sqrt(s);
+    return frobenius(h, X, rows, rows, cols, minusIdentity, acc.get());
   };
   Errors e;
   e.bwd = e.orth = e.colBwd = 0.0;
@@ -522,7 +406,7 @@ void runPrecision(Handles& h, const Options& o, const std::string& kind, const d
   if (o.cusolver) {
     Row r;
     r.matrix = kind;
-    r.method = isDouble ? "cusolverDnDgeqrf" : "cusolverDnSgeqrf";
+    r.method = Vendor<S>::geqrfName;
     r.precision = isDouble ? "double" : "float";
     r.mode = "-";
     r.b = issueBound(isDouble ? Precision::FP64 : Precision::FP32);
@@ -532,16 +416,11 @@ void runPrecision(Handles& h, const Options& o, const std::string& kind, const d
       DevBuf<S> work(m * n), tau(k);
       DevBuf<int> info(1);
       CHECK(cudaMemcpyAsync(work.get(), As.get(), sizeof(S) * m * n, cudaMemcpyDeviceToDevice, h.stream));
-      int lwork = 0;
-      if constexpr (std::is_same<S, double>::value) {
-        CHECK(cusolverDnDgeqrf_bufferSize(h.solver, int(m), int(n), work.get(), int(m), &lwork));
-        DevBuf<S> ws(lwork);
-        CHECK(cusolverDnDgeqrf(h.solver, int(m), int(n), work.get(), int(m), tau.get(), ws.get(), lwork, info.get()));
-        h.sync();
-      } else {
-        CHECK(cusolverDnSgeqrf_bufferSize(h.solver, int(m), int(n), work.get(), int(m), &lwork));
-        DevBuf<S> ws(lwork);
-        CHECK(cusolverDnSgeqrf(h.solver, int(m), int(n), work.get(), int(m), tau.get(), ws.get(), lwork, info.get()));
+      {
+        int lwork = 0;
+        CHECK(Vendor<S>::geqrfBufferSize(h.solver, int(m), int(n), work.get(), int(m), &lwork));
+        DevBuf<S> ws(lwork);  // freed before the error measurement
+        CHECK(Vendor<S>::geqrf(h.solver, int(m), int(n), work.get(), int(m), tau.get(), ws.get(), lwork, info.get()));
         h.sync();
       }
       r.e = measure<S>(h, Ad.get(), work.get(), tau.get(), m, n);
@@ -560,37 +439,8 @@ void runPrecision(Handles& h, const Options& o, const std::string& kind, const d
 // ---------------------------------------------------------------------------------------------------------------
 // Output
 
-std::string num(double v) {
-  if (std::isnan(v)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2e", v);
-  return buf;
-}
-
-std::string csvNum(double v) {
-  if (std::isnan(v)) return "nan";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3e", v);
-  return buf;
-}
-
-std::string csvField(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  if (s.find_first_of(",\"") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-std::string utcDate() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
+std::string num(double v) { return fmtNum(v, "%.2e", "-"); }  // Markdown
+std::string csvNum(double v) { return fmtNum(v, "%.3e"); }
 
 struct RunInfo {
   std::string card, date, commit, versions;
@@ -599,7 +449,7 @@ struct RunInfo {
 void writeMarkdown(const std::string& path, const Options& o, const RunInfo& info, const std::vector<Row>& rows,
                    const std::vector<std::pair<std::string, std::string>>& descriptions) {
   std::ofstream f(path, std::ios::trunc);
-  if (!f) throw AccError("cannot open " + path + " for writing");
+  if (!f) throw BenchError("cannot open " + path + " for writing");
   f << "# Accuracy of the precision modes (" << o.m << " x " << o.n << ")\n\n";
   f << "Written by `bench/precision_accuracy` on " << info.card << ", " << info.date << ", commit " << info.commit
     << " (" << info.versions << ", seed " << o.seed << "). Nothing in this file is edited by hand.\n\n";
@@ -625,7 +475,7 @@ void writeMarkdown(const std::string& path, const Options& o, const RunInfo& inf
 
 void writeCsv(const std::string& path, const Options& o, const RunInfo& info, const std::vector<Row>& rows) {
   std::ofstream f(path, std::ios::trunc);
-  if (!f) throw AccError("cannot open " + path + " for writing");
+  if (!f) throw BenchError("cannot open " + path + " for writing");
   f << "card,date,commit,m,n,matrix,method,precision,mode,backward_err,orth_err,col_backward_err,backward_bound,"
        "orth_bound,orth_err_reflector_q,status,notes\n";
   for (const Row& r : rows) {
@@ -645,19 +495,10 @@ int main(int argc, char** argv) {
   info.date = utcDate();
   info.commit = o.commit;
   try {
-    int dev = 0, cusolverVersion = 0, cublasVersion = 0, runtimeVersion = 0;
-    CHECK(cudaGetDevice(&dev));
-    cudaDeviceProp prop{};
-    CHECK(cudaGetDeviceProperties(&prop, dev));
-    info.card = prop.name;
-    CHECK(cusolverGetVersion(&cusolverVersion));
-    CHECK(cudaRuntimeGetVersion(&runtimeVersion));
-    cublasHandle_t b = nullptr;
-    CHECK(cublasCreate(&b));
-    CHECK(cublasGetVersion(b, &cublasVersion));
-    cublasDestroy(b);
-    info.versions = "CUDA runtime " + std::to_string(runtimeVersion) + ", cuBLAS " + std::to_string(cublasVersion) +
-                    ", cuSOLVER " + std::to_string(cusolverVersion);
+    info.card = currentDeviceProperties().name;
+    const LibraryVersions v = libraryVersions();
+    info.versions = "CUDA runtime " + std::to_string(v.runtime) + ", cuBLAS " + std::to_string(v.cublas) +
+                    ", cuSOLVER " + std::to_string(v.cusolver);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "precision_accuracy: no usable CUDA device: %s\n", e.what());
     return 1;

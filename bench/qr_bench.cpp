@@ -21,12 +21,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -49,131 +46,12 @@
 #include <omp.h>
 #endif
 
+#include "bench_common.hpp"
 #include "qr_bench_kernels.hpp"
 
-#ifndef TCQR_BENCH_COMMIT
-#define TCQR_BENCH_COMMIT "unknown"
-#endif
+using namespace tcqr_bench;  // CHECK, BenchError, DevBuf, Handles, Vendor, timing, CSV helpers
 
 namespace {
-
-using i64 = std::int64_t;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// ---------------------------------------------------------------------------------------------------------------
-// Status checks. A failing call throws BenchError naming the call; the row that was running reports it and the
-// benchmark goes on with the next row (unless the device is left in a sticky error state, see deviceUsable()).
-
-struct BenchError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-const char* cusolverName(cusolverStatus_t s) {
-  switch (s) {
-    case CUSOLVER_STATUS_SUCCESS: return "CUSOLVER_STATUS_SUCCESS";
-    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
-    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
-    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
-    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
-    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
-    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
-    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
-    default: return "CUSOLVER_STATUS_?";
-  }
-}
-
-[[noreturn]] void fail(const char* call, const std::string& status, const char* file, int line) {
-  const char* base = std::strrchr(file, '/');
-  throw BenchError(std::string(call) + " failed: " + status + " [" + (base ? base + 1 : file) + ":" +
-                   std::to_string(line) + "]");
-}
-void check(cudaError_t s, const char* call, const char* file, int line) {
-  if (s != cudaSuccess) {
-    cudaGetLastError();
-    fail(call, cudaGetErrorName(s), file, line);
-  }
-}
-void check(cublasStatus_t s, const char* call, const char* file, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS) fail(call, cublasGetStatusName(s), file, line);
-}
-void check(cusolverStatus_t s, const char* call, const char* file, int line) {
-  if (s != CUSOLVER_STATUS_SUCCESS) fail(call, cusolverName(s), file, line);
-}
-void check(curandStatus_t s, const char* call, const char* file, int line) {
-  if (s != CURAND_STATUS_SUCCESS) fail(call, "curandStatus " + std::to_string(int(s)), file, line);
-}
-#define CHECK(expr) check((expr), #expr, __FILE__, __LINE__)
-
-/// False when the device is in a sticky error state (every later CUDA call would fail too).
-bool deviceUsable() {
-  cudaError_t e = cudaDeviceSynchronize();
-  if (e == cudaSuccess) return true;
-  cudaGetLastError();
-  e = cudaDeviceSynchronize();
-  return e == cudaSuccess;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Small RAII helpers.
-
-template <typename T>
-class DevBuf {
- public:
-  DevBuf() = default;
-  explicit DevBuf(i64 count) { reset(count); }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() { release(); }
-  void reset(i64 count) {
-    release();
-    void* p = nullptr;
-    CHECK(cudaMalloc(&p, sizeof(T) * static_cast<size_t>(std::max<i64>(count, 1))));
-    m_p = static_cast<T*>(p);
-  }
-  void release() {
-    if (m_p) cudaFree(m_p);
-    m_p = nullptr;
-  }
-  T* get() const { return m_p; }
-
- private:
-  T* m_p = nullptr;
-};
-
-struct Handles {
-  cudaStream_t stream = nullptr;
-  cublasHandle_t blas = nullptr;
-  cusolverDnHandle_t solver = nullptr;
-  cusolverDnParams_t params = nullptr;
-  curandGenerator_t rng = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  Handles() {
-    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CHECK(cublasCreate(&blas));
-    CHECK(cublasSetStream(blas, stream));
-    // Error measurement only (double GEMMs): IEEE FP64, no emulation or reduced-precision shortcuts.
-    CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
-    CHECK(cusolverDnCreate(&solver));
-    CHECK(cusolverDnSetStream(solver, stream));
-    CHECK(cusolverDnCreateParams(&params));
-    CHECK(curandCreateGenerator(&rng, CURAND_RNG_PSEUDO_PHILOX4_32_10));
-    CHECK(curandSetStream(rng, stream));
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
-  }
-  ~Handles() {
-    cudaStreamSynchronize(stream);
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    curandDestroyGenerator(rng);
-    cusolverDnDestroyParams(params);
-    cusolverDnDestroy(solver);
-    cublasDestroy(blas);
-    cudaStreamDestroy(stream);
-  }
-  Handles(const Handles&) = delete;
-  Handles& operator=(const Handles&) = delete;
-};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -190,9 +68,6 @@ const std::vector<Shape> kQuickShapes = {{65536, 32},  {16384, 128},  {8192, 512
 const std::vector<Shape> kSweepShapes = {{8388608, 32},  {2097152, 128}, {524288, 512},  {131072, 2048},
                                          {16384, 16384}, {33554432, 32}, {8388608, 128}, {2097152, 512},
                                          {524288, 2048}, {32768, 32768}};
-const std::vector<tcqr::Precision> kAllModes = {tcqr::Precision::FP32, tcqr::Precision::TF32x3, tcqr::Precision::TF32,
-                                                tcqr::Precision::FP16, tcqr::Precision::BF16, tcqr::Precision::FP64,
-                                                tcqr::Precision::FP64Emulated};
 
 struct Options {
   std::vector<Shape> shapes = kDefaultShapes;
@@ -271,32 +146,15 @@ bool parseShape(const std::string& s, Shape& out) {
   return true;
 }
 
-std::vector<std::string> splitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 /// A mode name as tcqr::precisionName() spells it (case-insensitive), or "default".
-bool parseMode(std::string s, tcqr::Precision& p) {
-  auto upper = [](std::string x) {
-    for (char& c : x) c = char(std::toupper(static_cast<unsigned char>(c)));
-    return x;
-  };
-  s = upper(s);
-  if (s == "DEFAULT") {
+bool parseMode(const std::string& s, tcqr::Precision& p) {
+  std::string u = s;
+  for (char& c : u) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (u == "DEFAULT") {
     p = tcqr::Precision::Default;
     return true;
   }
-  for (tcqr::Precision q : kAllModes)
-    if (upper(tcqr::precisionName(q)) == s) {
-      p = q;
-      return true;
-    }
-  return false;
+  return parseModeName(s, p);
 }
 
 /// The modes of `o` that apply to a precision, Default resolved, duplicates dropped, in the order given.
@@ -444,12 +302,8 @@ double qrFlops(i64 m, i64 n) {
 }
 double tflops(i64 m, i64 n, double ms) { return std::isfinite(ms) && ms > 0 ? qrFlops(m, n) / (ms * 1e-3) / 1e12 : kNaN; }
 
-std::string fmt(double v, const char* f, const char* nanText) {
-  if (!std::isfinite(v)) return nanText;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+/// Like fmtNum, but infinities are missing values too.
+std::string fmt(double v, const char* f, const char* nanText) { return std::isfinite(v) ? fmtNum(v, f) : nanText; }
 
 const char* kTableHeader =
     "op         prec   mode                m      n |"
@@ -466,15 +320,6 @@ std::string tableLine(const Row& r) {
                 fmt(r.bwd, "%.2e", "-").c_str(), fmt(r.baseBwd, "%.2e", "-").c_str(), fmt(r.orth, "%.2e", "-").c_str(),
                 fmt(r.baseOrth, "%.2e", "-").c_str());
   return buf;
-}
-
-std::string csvField(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  if (s.find_first_of(",\"") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 // The `mode` column came last, after `notes`, so that rows written before it existed keep their positions: a file
@@ -513,11 +358,7 @@ class CsvWriter {
       : m_path(o.csv), m_enabled(o.writeCsv), m_card(std::move(card)), m_date(std::move(date)), m_commit(o.commit) {}
   void append(const Row& r) {
     if (!m_enabled) return;
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path p(m_path);
-    if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-    const bool fresh = !fs::exists(p, ec) || fs::file_size(p, ec) == 0;
+    const bool fresh = csvNeedsHeader(m_path);
     if (!fresh && !m_checkedHeader) {
       try {
         upgradeCsvHeader(m_path);
@@ -527,11 +368,8 @@ class CsvWriter {
       }
     }
     m_checkedHeader = true;
-    std::ofstream f(m_path, std::ios::app);
-    if (!f) {
-      std::fprintf(stderr, "qr_bench: cannot open %s for appending; row not saved\n", m_path.c_str());
-      return;
-    }
+    std::ofstream f;
+    if (!openCsvForAppend(m_path, "qr_bench", f)) return;
     if (fresh) f << kCsvHeader << "\n";
     f << csvField(m_card) << ',' << m_date << ',' << csvField(m_commit) << ',' << r.op << ',' << r.precision << ','
       << r.m << ',' << r.n << ",1," << fmt(r.oursMs, "%.4f", "nan") << ',' << csvField(r.baseline) << ','
@@ -549,106 +387,7 @@ class CsvWriter {
   bool m_checkedHeader = false;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const size_t k = v.size() / 2;
-  return v.size() % 2 ? v[k] : 0.5 * (v[k - 1] + v[k]);
-}
-
-std::string utcDate() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Per-precision vendor entry points.
-
-template <typename S>
-struct Vendor;
-
-template <>
-struct Vendor<float> {
-  static constexpr const char* name = "float";
-  static constexpr cudaDataType type = CUDA_R_32F;
-  static constexpr const char* geqrfName = "cusolverDnSgeqrf";
-  static cusolverStatus_t geqrfBufferSize(cusolverDnHandle_t h, int m, int n, float* A, int lda, int* lwork) {
-    return cusolverDnSgeqrf_bufferSize(h, m, n, A, lda, lwork);
-  }
-  static cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, float* A, int lda, float* tau, float* work,
-                                int lwork, int* info) {
-    return cusolverDnSgeqrf(h, m, n, A, lda, tau, work, lwork, info);
-  }
-  static cusolverStatus_t orgqrBufferSize(cusolverDnHandle_t h, int m, int n, int k, const float* A, int lda,
-                                          const float* tau, int* lwork) {
-    return cusolverDnSorgqr_bufferSize(h, m, n, k, A, lda, tau, lwork);
-  }
-  static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, float* A, int lda, const float* tau,
-                                float* work, int lwork, int* info) {
-    return cusolverDnSorgqr(h, m, n, k, A, lda, tau, work, lwork, info);
-  }
-  static curandStatus_t normal(curandGenerator_t g, float* p, size_t count) {
-    return curandGenerateNormal(g, p, count, 0.0f, 1.0f);
-  }
-};
-
-template <>
-struct Vendor<double> {
-  static constexpr const char* name = "double";
-  static constexpr cudaDataType type = CUDA_R_64F;
-  static constexpr const char* geqrfName = "cusolverDnDgeqrf";
-  static cusolverStatus_t geqrfBufferSize(cusolverDnHandle_t h, int m, int n, double* A, int lda, int* lwork) {
-    return cusolverDnDgeqrf_bufferSize(h, m, n, A, lda, lwork);
-  }
-  static cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, double* A, int lda, double* tau, double* work,
-                                int lwork, int* info) {
-    return cusolverDnDgeqrf(h, m, n, A, lda, tau, work, lwork, info);
-  }
-  static cusolverStatus_t orgqrBufferSize(cusolverDnHandle_t h, int m, int n, int k, const double* A, int lda,
-                                          const double* tau, int* lwork) {
-    return cusolverDnDorgqr_bufferSize(h, m, n, k, A, lda, tau, lwork);
-  }
-  static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, double* A, int lda, const double* tau,
-                                double* work, int lwork, int* info) {
-    return cusolverDnDorgqr(h, m, n, k, A, lda, tau, work, lwork, info);
-  }
-  static curandStatus_t normal(curandGenerator_t g, double* p, size_t count) {
-    return curandGenerateNormalDouble(g, p, count, 0.0, 1.0);
-  }
-};
-
 bool fitsInt(i64 v) { return v >= 0 && v <= INT_MAX; }
-
-// ---------------------------------------------------------------------------------------------------------------
-// Timing: `prep` (untimed: restore the input) then `run` between two events on the stream. The stream is drained
-// before the start event so that both methods start from an idle stream; the time is what the stream spends from
-// the start event to the stop event, host-side launch/enqueue overhead of `run` included.
-
-template <class Prep, class Run>
-std::vector<double> timeOnStream(Handles& h, int warmup, int reps, Prep&& prep, Run&& run) {
-  std::vector<double> ms;
-  for (int i = 0; i < warmup + reps; ++i) {
-    prep();
-    CHECK(cudaStreamSynchronize(h.stream));
-    if (i < warmup) {
-      run();
-      CHECK(cudaStreamSynchronize(h.stream));
-      continue;
-    }
-    CHECK(cudaEventRecord(h.start, h.stream));
-    run();
-    CHECK(cudaEventRecord(h.stop, h.stream));
-    CHECK(cudaEventSynchronize(h.stop));
-    float t = 0.f;
-    CHECK(cudaEventElapsedTime(&t, h.start, h.stop));
-    ms.push_back(double(t));
-  }
-  return ms;
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Errors on the device. Both factorizations are measured the same way: thin Q formed by cusolverDn<S|D>orgqr from a
@@ -659,15 +398,6 @@ std::vector<double> timeOnStream(Handles& h, int warmup, int reps, Prep&& prep, 
 struct ErrPair {
   double bwd = kNaN, orth = kNaN;
 };
-
-double frobenius(Handles& h, const double* A, i64 lda, i64 m, i64 n, bool minusIdentity, double* dAcc) {
-  CHECK(cudaMemsetAsync(dAcc, 0, sizeof(double), h.stream));
-  CHECK(qrbench::accumulateSquares(A, lda, m, n, minusIdentity, dAcc, h.stream));
-  double s = 0;
-  CHECK(cudaMemcpyAsync(&s, dAcc, sizeof(double), cudaMemcpyDeviceToHost, h.stream));
-  CHECK(cudaStreamSynchronize(h.stream));
-  return std::sqrt(s);
-}
 
 template <typename S>
 ErrPair deviceErrors(Handles& h, const S* dA, const S* dPacked, const S* dTauIn, i64 m, i64 n, std::string& why) {
@@ -686,7 +416,7 @@ ErrPair deviceErrors(Handles& h, const S* dA, const S* dPacked, const S* dTauIn,
   const cusolverStatus_t st =
       V::orgqrBufferSize(h.solver, int(m), int(k), int(k), Q.get(), int(m), tau.get(), &lwork);
   if (st != CUSOLVER_STATUS_SUCCESS) {
-    why = std::string("errors skipped: orgqr_bufferSize failed (") + cusolverName(st) + ", int32 workspace size)";
+    why = std::string("errors skipped: orgqr_bufferSize failed (") + cusolverStatusName(st) + ", int32 workspace size)";
     return {};
   }
   {
@@ -1002,25 +732,17 @@ int main(int argc, char** argv) {
 #endif
 
   std::string card = "unknown";
-  int cusolverVersion = 0, cublasVersion = 0, runtimeVersion = 0, driverVersion = 0;
+  int cusolverVersion = 0;
   try {
-    int dev = 0;
-    CHECK(cudaGetDevice(&dev));
-    cudaDeviceProp prop{};
-    CHECK(cudaGetDeviceProperties(&prop, dev));
+    const cudaDeviceProp prop = currentDeviceProperties();
     card = prop.name;
-    CHECK(cusolverGetVersion(&cusolverVersion));
-    CHECK(cudaRuntimeGetVersion(&runtimeVersion));
-    CHECK(cudaDriverGetVersion(&driverVersion));
-    cublasHandle_t b = nullptr;
-    CHECK(cublasCreate(&b));
-    CHECK(cublasGetVersion(b, &cublasVersion));
-    cublasDestroy(b);
+    const LibraryVersions v = libraryVersions();
+    cusolverVersion = v.cusolver;
     size_t freeB = 0, totalB = 0;
     CHECK(cudaMemGetInfo(&freeB, &totalB));
     std::printf("qr_bench: %s (SMs %d, %.1f GiB, %.1f GiB free)  CUDA runtime %d driver %d  cuBLAS %d  cuSOLVER %d\n",
-                card.c_str(), prop.multiProcessorCount, totalB / 1073741824.0, freeB / 1073741824.0, runtimeVersion,
-                driverVersion, cublasVersion, cusolverVersion);
+                card.c_str(), prop.multiProcessorCount, totalB / 1073741824.0, freeB / 1073741824.0, v.runtime,
+                v.driver, v.cublas, v.cusolver);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qr_bench: no usable CUDA device: %s\n", e.what());
     return 1;

@@ -7,11 +7,9 @@
 // reported. The conversion of operands to the mode's format is inside the timed region (it is part of every product
 // the library runs). Error: ||C - C_ref||_F / ||C_ref||_F with C_ref the FP64 product of the same operands (cuBLAS
 // DGEMM). This program links the library's internal headers on purpose: TRMM is not a public entry point.
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <random>
 #include <string>
@@ -23,10 +21,9 @@
 #include <Eigen/Dense>
 
 #include "../src/CudaOps.hpp"
+#include "bench_common.hpp"
 
-#ifndef TCQR_BENCH_COMMIT
-#define TCQR_BENCH_COMMIT "unknown"
-#endif
+using namespace tcqr_bench;  // CHECK (throws BenchError), median, utcDate, currentDeviceProperties
 
 namespace {
 
@@ -35,38 +32,27 @@ using tcqr::detail::Index;
 using tcqr::detail::Op;
 using tcqr::detail::View;
 
-#define BENCH_CHECK(expr)                                                                   \
-  do {                                                                                      \
-    auto s_ = (expr);                                                                       \
-    if (static_cast<int>(s_) != 0) {                                                        \
-      std::fprintf(stderr, "%s failed (%d) at %s:%d\n", #expr, int(s_), __FILE__, __LINE__); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
+/// Median time of `reps` runs of f after `warmup` untimed ones, each run bracketed by events on `s`. Deliberately not
+/// bench_common's timeOnStream: here the stream is not drained before a timed run (f zeroes C on the stream, inside
+/// the timed region) and the warm-up runs are not waited for, which is how the rows in h100-trmm.csv were measured.
 template <class F>
 double timeMs(cudaStream_t s, int warmup, int reps, F&& f) {
   cudaEvent_t a, b;
-  BENCH_CHECK(cudaEventCreate(&a));
-  BENCH_CHECK(cudaEventCreate(&b));
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
   for (int i = 0; i < warmup; ++i) f();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    BENCH_CHECK(cudaEventRecord(a, s));
+    CHECK(cudaEventRecord(a, s));
     f();
-    BENCH_CHECK(cudaEventRecord(b, s));
-    BENCH_CHECK(cudaEventSynchronize(b));
+    CHECK(cudaEventRecord(b, s));
+    CHECK(cudaEventSynchronize(b));
     float ms = 0;
-    BENCH_CHECK(cudaEventElapsedTime(&ms, a, b));
+    CHECK(cudaEventElapsedTime(&ms, a, b));
     t.push_back(ms);
   }
-  BENCH_CHECK(cudaEventDestroy(a));
-  BENCH_CHECK(cudaEventDestroy(b));
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
   return median(t);
 }
 
@@ -122,18 +108,18 @@ Problem makeProblem(Index n, cublasHandle_t blas) {
     for (Index i = 0; i < n; ++i) p.Z(i, j) = nd(rng);
   const size_t bytes = sizeof(double) * n * n;
   double *dL, *dZ, *dR;
-  BENCH_CHECK(cudaMalloc(&dL, bytes));
-  BENCH_CHECK(cudaMalloc(&dZ, bytes));
-  BENCH_CHECK(cudaMalloc(&dR, bytes));
-  BENCH_CHECK(cudaMemcpy(dL, p.L.data(), bytes, cudaMemcpyHostToDevice));
-  BENCH_CHECK(cudaMemcpy(dZ, p.Z.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK(cudaMalloc(&dL, bytes));
+  CHECK(cudaMalloc(&dZ, bytes));
+  CHECK(cudaMalloc(&dR, bytes));
+  CHECK(cudaMemcpy(dL, p.L.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(dZ, p.Z.data(), bytes, cudaMemcpyHostToDevice));
   const double one = 1, zero = 0;
-  BENCH_CHECK(cublasDgemm_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, dL, n, dZ, n, &zero, dR, n));
-  BENCH_CHECK(cudaDeviceSynchronize());  // the handle's stream is non-blocking: cudaMemcpy would not wait for it
-  BENCH_CHECK(cudaMemcpy(p.ref.data(), dR, bytes, cudaMemcpyDeviceToHost));
-  BENCH_CHECK(cudaFree(dL));
-  BENCH_CHECK(cudaFree(dZ));
-  BENCH_CHECK(cudaFree(dR));
+  CHECK(cublasDgemm_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, dL, n, dZ, n, &zero, dR, n));
+  CHECK(cudaDeviceSynchronize());  // the handle's stream is non-blocking: cudaMemcpy would not wait for it
+  CHECK(cudaMemcpy(p.ref.data(), dR, bytes, cudaMemcpyDeviceToHost));
+  CHECK(cudaFree(dL));
+  CHECK(cudaFree(dZ));
+  CHECK(cudaFree(dR));
   p.refNorm = p.ref.norm();
   return p;
 }
@@ -148,11 +134,11 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
   const MatS L = prob.L.template cast<S>(), Z = prob.Z.template cast<S>();
   const size_t bytes = sizeof(S) * n * n;
   S *dL, *dZ, *dC;
-  BENCH_CHECK(cudaMalloc(&dL, bytes));
-  BENCH_CHECK(cudaMalloc(&dZ, bytes));
-  BENCH_CHECK(cudaMalloc(&dC, bytes));
-  BENCH_CHECK(cudaMemcpy(dL, L.data(), bytes, cudaMemcpyHostToDevice));
-  BENCH_CHECK(cudaMemcpy(dZ, Z.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK(cudaMalloc(&dL, bytes));
+  CHECK(cudaMalloc(&dZ, bytes));
+  CHECK(cudaMalloc(&dC, bytes));
+  CHECK(cudaMemcpy(dL, L.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(dZ, Z.data(), bytes, cudaMemcpyHostToDevice));
 
   tcqr::detail::ConversionWork conv;
   conv.buffer.reserve(tcqr::detail::conversionBytes(mode, n, n));
@@ -161,12 +147,12 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
 
   auto error = [&]() {
     MatS C(n, n);
-    BENCH_CHECK(cudaMemcpy(C.data(), dC, bytes, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(C.data(), dC, bytes, cudaMemcpyDeviceToHost));
     return (C.template cast<double>() - prob.ref).norm() / prob.refNorm;
   };
 
   const double flops = double(n) * n * n;  // TRMM: n^3 multiply-adds / 2 * 2
-  auto zeroC = [&] { BENCH_CHECK(cudaMemsetAsync(dC, 0, bytes, stream)); };
+  auto zeroC = [&] { CHECK(cudaMemsetAsync(dC, 0, bytes, stream)); };
 
   const tcqr::detail::TrmmPlan plan =
       o.planGiven ? tcqr::detail::TrmmPlan{o.scheme, o.cutoff} : tcqr::detail::trmmPlan(mode);
@@ -182,7 +168,7 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
   const double eGemm = error();
   const double tVendor = timeMs(stream, o.warmup, o.reps, [&] {
     zeroC();
-    BENCH_CHECK(Trmm<S>::call(blas, n, dL, dZ, dC));
+    CHECK(Trmm<S>::call(blas, n, dL, dZ, dC));
   });
   const double eVendor = error();
 
@@ -204,14 +190,15 @@ void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t b
       << ',' << eTrmm << ',' << tGemm << ',' << eGemm << ',' << tGemm / tTrmm << ',' << tVendor << ',' << eVendor
       << ',' << tVendor / tTrmm << ',' << schemeName(plan.scheme) << '\n';
   }
-  BENCH_CHECK(cudaFree(dL));
-  BENCH_CHECK(cudaFree(dZ));
-  BENCH_CHECK(cudaFree(dC));
+  CHECK(cudaFree(dL));
+  CHECK(cudaFree(dZ));
+  CHECK(cudaFree(dC));
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// A failed CHECK throws BenchError: the function-try-block below reports it and exits with status 1.
+int main(int argc, char** argv) try {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -266,31 +253,30 @@ int main(int argc, char** argv) {
       return a == "--help" ? 0 : 2;
     }
   }
-  cudaDeviceProp prop{};
-  BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::string card = prop.name;
+  std::string card = currentDeviceProperties().name;
   for (char& c : card)
     if (c == ',') c = ' ';
-  char date[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
+  const std::string date = utcDate();
   std::printf("trmm_bench on %s, %s, commit %s; device-resident, C += L Z with L lower triangular n x n; median of "
               "%d after %d warm-ups; %s\n",
-              card.c_str(), date, o.commit.c_str(), o.reps, o.warmup,
+              card.c_str(), date.c_str(), o.commit.c_str(), o.reps, o.warmup,
               o.planGiven ? (std::string("scheme ") + schemeName(o.scheme) + ", cutoff " + std::to_string(o.cutoff)).c_str()
                           : "each mode's trmmPlan");
   cudaStream_t stream;
-  BENCH_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cublasHandle_t blas;
-  BENCH_CHECK(cublasCreate(&blas));
-  BENCH_CHECK(cublasSetStream(blas, stream));
+  CHECK(cublasCreate(&blas));
+  CHECK(cublasSetStream(blas, stream));
   for (Index n : o.sizes) {
     const Problem prob = makeProblem(n, blas);
     for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
       run<float>(o, prob, p, blas, stream, card, date);
     run<double>(o, prob, Precision::FP64, blas, stream, card, date);
   }
-  BENCH_CHECK(cublasDestroy(blas));
-  BENCH_CHECK(cudaStreamDestroy(stream));
+  CHECK(cublasDestroy(blas));
+  CHECK(cudaStreamDestroy(stream));
   return 0;
+} catch (const BenchError& e) {
+  std::fprintf(stderr, "trmm_bench: %s\n", e.what());
+  return 1;
 }

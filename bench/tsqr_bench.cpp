@@ -21,9 +21,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -40,128 +37,12 @@
 #include <Eigen/Dense>
 #include <Eigen/TensorCoreQR>
 
+#include "bench_common.hpp"
 #include "qr_bench_kernels.hpp"
 
-#ifndef TCQR_BENCH_COMMIT
-#define TCQR_BENCH_COMMIT "unknown"
-#endif
+using namespace tcqr_bench;  // CHECK, DevBuf, Handles, Vendor, timeOnStream, frobenius, CSV helpers
 
 namespace {
-
-using i64 = std::int64_t;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-struct BenchError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void fail(const char* call, const std::string& status, int line) {
-  throw BenchError(std::string(call) + " failed: " + status + " [tsqr_bench.cpp:" + std::to_string(line) + "]");
-}
-void check(cudaError_t s, const char* call, int line) {
-  if (s != cudaSuccess) {
-    cudaGetLastError();
-    fail(call, cudaGetErrorName(s), line);
-  }
-}
-void check(cublasStatus_t s, const char* call, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS) fail(call, cublasGetStatusName(s), line);
-}
-void check(cusolverStatus_t s, const char* call, int line) {
-  if (s != CUSOLVER_STATUS_SUCCESS) fail(call, "cusolverStatus " + std::to_string(int(s)), line);
-}
-void check(curandStatus_t s, const char* call, int line) {
-  if (s != CURAND_STATUS_SUCCESS) fail(call, "curandStatus " + std::to_string(int(s)), line);
-}
-#define CHECK(expr) check((expr), #expr, __LINE__)
-
-template <typename T>
-class DevBuf {
- public:
-  explicit DevBuf(i64 count) { CHECK(cudaMalloc(&m_p, sizeof(T) * static_cast<size_t>(std::max<i64>(count, 1)))); }
-  ~DevBuf() { cudaFree(m_p); }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  T* get() const { return m_p; }
-
- private:
-  T* m_p = nullptr;
-};
-
-struct Handles {
-  cudaStream_t stream = nullptr;
-  cublasHandle_t blas = nullptr;
-  cusolverDnHandle_t solver = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  Handles() {
-    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CHECK(cublasCreate(&blas));
-    CHECK(cublasSetStream(blas, stream));
-    CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));  // FP64 error products, no emulation
-    CHECK(cusolverDnCreate(&solver));
-    CHECK(cusolverDnSetStream(solver, stream));
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
-  }
-  ~Handles() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    cusolverDnDestroy(solver);
-    cublasDestroy(blas);
-    cudaStreamDestroy(stream);
-  }
-};
-
-template <typename S>
-struct Vendor;
-template <>
-struct Vendor<float> {
-  static constexpr const char* name = "float";
-  static constexpr const char* geqrfName = "cusolverDnSgeqrf";
-  static constexpr const char* orgqrName = "cusolverDnSorgqr";
-  static cusolverStatus_t geqrfBufferSize(cusolverDnHandle_t h, int m, int n, float* A, int lda, int* lwork) {
-    return cusolverDnSgeqrf_bufferSize(h, m, n, A, lda, lwork);
-  }
-  static cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, float* A, int lda, float* tau, float* work,
-                                int lwork, int* info) {
-    return cusolverDnSgeqrf(h, m, n, A, lda, tau, work, lwork, info);
-  }
-  static cusolverStatus_t orgqrBufferSize(cusolverDnHandle_t h, int m, int n, int k, const float* A, int lda,
-                                          const float* tau, int* lwork) {
-    return cusolverDnSorgqr_bufferSize(h, m, n, k, A, lda, tau, lwork);
-  }
-  static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, float* A, int lda, const float* tau,
-                                float* work, int lwork, int* info) {
-    return cusolverDnSorgqr(h, m, n, k, A, lda, tau, work, lwork, info);
-  }
-  static curandStatus_t normal(curandGenerator_t g, float* p, size_t count) {
-    return curandGenerateNormal(g, p, count, 0.0f, 1.0f);
-  }
-};
-template <>
-struct Vendor<double> {
-  static constexpr const char* name = "double";
-  static constexpr const char* geqrfName = "cusolverDnDgeqrf";
-  static constexpr const char* orgqrName = "cusolverDnDorgqr";
-  static cusolverStatus_t geqrfBufferSize(cusolverDnHandle_t h, int m, int n, double* A, int lda, int* lwork) {
-    return cusolverDnDgeqrf_bufferSize(h, m, n, A, lda, lwork);
-  }
-  static cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, double* A, int lda, double* tau, double* work,
-                                int lwork, int* info) {
-    return cusolverDnDgeqrf(h, m, n, A, lda, tau, work, lwork, info);
-  }
-  static cusolverStatus_t orgqrBufferSize(cusolverDnHandle_t h, int m, int n, int k, const double* A, int lda,
-                                          const double* tau, int* lwork) {
-    return cusolverDnDorgqr_bufferSize(h, m, n, k, A, lda, tau, lwork);
-  }
-  static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, double* A, int lda, const double* tau,
-                                double* work, int lwork, int* info) {
-    return cusolverDnDorgqr(h, m, n, k, A, lda, tau, work, lwork, info);
-  }
-  static curandStatus_t normal(curandGenerator_t g, double* p, size_t count) {
-    return curandGenerateNormalDouble(g, p, count, 0.0, 1.0);
-  }
-};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -273,100 +154,35 @@ struct Row {
   std::string notes;
 };
 
-std::string fmt(double v, const char* f) {
-  if (std::isnan(v)) return "nan";
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-std::string csvField(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  if (s.find_first_of(",\"") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 const char* kCsvHeader =
     "card,date,commit,op,precision,m,n,ours_ms,baseline,baseline_ms,speedup,backward_err,orth_err,"
     "baseline_backward_err,baseline_orth_err,r_rel_diff,ours_gbps,notes";
 
 void appendCsv(const Options& o, const std::string& card, const std::string& date, const Row& r) {
   if (o.csv.empty()) return;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path p(o.csv);
-  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  const bool fresh = !fs::exists(p, ec) || fs::file_size(p, ec) == 0;
-  std::ofstream f(o.csv, std::ios::app);
-  if (!f) {
-    std::fprintf(stderr, "tsqr_bench: cannot open %s for appending; row not saved\n", o.csv.c_str());
-    return;
-  }
+  const bool fresh = csvNeedsHeader(o.csv);
+  std::ofstream f;
+  if (!openCsvForAppend(o.csv, "tsqr_bench", f)) return;
   if (fresh) f << kCsvHeader << "\n";
   f << csvField(card) << ',' << date << ',' << csvField(o.commit) << ',' << r.op << ',' << r.precision << ',' << r.m
-    << ',' << r.n << ',' << fmt(r.oursMs, "%.4f") << ',' << csvField(r.baseline) << ',' << fmt(r.baseMs, "%.4f")
-    << ',' << fmt(r.baseMs / r.oursMs, "%.4f") << ',' << fmt(r.bwd, "%.3e") << ',' << fmt(r.orth, "%.3e") << ','
-    << fmt(r.baseBwd, "%.3e") << ',' << fmt(r.baseOrth, "%.3e") << ',' << fmt(r.rDiff, "%.3e") << ','
-    << fmt(r.gbps, "%.1f") << ',' << csvField(r.notes) << "\n";
+    << ',' << r.n << ',' << fmtNum(r.oursMs, "%.4f") << ',' << csvField(r.baseline) << ','
+    << fmtNum(r.baseMs, "%.4f") << ',' << fmtNum(r.baseMs / r.oursMs, "%.4f") << ',' << fmtNum(r.bwd, "%.3e") << ','
+    << fmtNum(r.orth, "%.3e") << ',' << fmtNum(r.baseBwd, "%.3e") << ',' << fmtNum(r.baseOrth, "%.3e") << ','
+    << fmtNum(r.rDiff, "%.3e") << ',' << fmtNum(r.gbps, "%.1f") << ',' << csvField(r.notes) << "\n";
 }
 
 void printRow(const Row& r) {
   std::printf("%-7s %-6s %9lld %4lld | %9s ms %9s ms %-28s | %7sx | bwd %9s / %9s | orth %9s / %9s | R diff %9s | %7s GB/s%s%s\n",
-              r.op.c_str(), r.precision.c_str(), (long long)r.m, (long long)r.n, fmt(r.oursMs, "%.3f").c_str(),
-              fmt(r.baseMs, "%.3f").c_str(), r.baseline.c_str(), fmt(r.baseMs / r.oursMs, "%.2f").c_str(),
-              fmt(r.bwd, "%.2e").c_str(), fmt(r.baseBwd, "%.2e").c_str(), fmt(r.orth, "%.2e").c_str(),
-              fmt(r.baseOrth, "%.2e").c_str(), fmt(r.rDiff, "%.2e").c_str(), fmt(r.gbps, "%.0f").c_str(),
+              r.op.c_str(), r.precision.c_str(), (long long)r.m, (long long)r.n, fmtNum(r.oursMs, "%.3f").c_str(),
+              fmtNum(r.baseMs, "%.3f").c_str(), r.baseline.c_str(), fmtNum(r.baseMs / r.oursMs, "%.2f").c_str(),
+              fmtNum(r.bwd, "%.2e").c_str(), fmtNum(r.baseBwd, "%.2e").c_str(), fmtNum(r.orth, "%.2e").c_str(),
+              fmtNum(r.baseOrth, "%.2e").c_str(), fmtNum(r.rDiff, "%.2e").c_str(), fmtNum(r.gbps, "%.0f").c_str(),
               r.notes.empty() ? "" : "  ", r.notes.c_str());
   std::fflush(stdout);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t k = v.size() / 2;
-  return v.size() % 2 ? v[k] : 0.5 * (v[k - 1] + v[k]);
-}
-
-std::string utcDate() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
-/// prep (untimed) then run between two events on the idle stream; returns the median of the timed runs in ms.
-template <class Prep, class Run>
-double timeOnStream(Handles& h, const Options& o, Prep&& prep, Run&& run) {
-  std::vector<double> ms;
-  for (int i = 0; i < o.warmup + o.reps; ++i) {
-    prep();
-    CHECK(cudaStreamSynchronize(h.stream));
-    CHECK(cudaEventRecord(h.start, h.stream));
-    run();
-    CHECK(cudaEventRecord(h.stop, h.stream));
-    CHECK(cudaEventSynchronize(h.stop));
-    float t = 0.f;
-    CHECK(cudaEventElapsedTime(&t, h.start, h.stop));
-    if (i >= o.warmup) ms.push_back(double(t));
-  }
-  return median(ms);
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Errors on the device, in double.
-
-double frobenius(Handles& h, const double* A, i64 lda, i64 m, i64 n, bool minusIdentity, double* dAcc) {
-  CHECK(cudaMemsetAsync(dAcc, 0, sizeof(double), h.stream));
-  CHECK(qrbench::accumulateSquares(A, lda, m, n, minusIdentity, dAcc, h.stream));
-  double s = 0;
-  CHECK(cudaMemcpyAsync(&s, dAcc, sizeof(double), cudaMemcpyDeviceToHost, h.stream));
-  CHECK(cudaStreamSynchronize(h.stream));
-  return std::sqrt(s);
-}
 
 /// ||A - Q R||_F / (||A||_F m eps) and ||I - Q^T Q||_F / (m eps) for Q (m x n, ld m) and R (n x n, ld ldr, upper
 /// triangle used).
@@ -445,10 +261,12 @@ void benchShape(Handles& h, const Options& o, const Shape& sh, const std::string
   ts.setBackend(tcqr::Backend::Cuda);
   const auto ours = [&](unsigned what) { ts.computeOnDevice(dA.get(), m, n, m, h.stream, what); };
   const auto nothing = [] {};
+  // Median of o.reps runs after o.warmup untimed ones; prep (untimed) before each run, on the idle stream.
+  const auto timed = [&](auto&& prep, auto&& run) { return median(timeOnStream(h, o.warmup, o.reps, prep, run)); };
 
   // Thin Q.
-  thin.oursMs = timeOnStream(h, o, nothing, [&] { ours(tcqr::ComputeThinQ); });
-  thin.baseMs = timeOnStream(h, o, restore, [&] {
+  thin.oursMs = timed(nothing, [&] { ours(tcqr::ComputeThinQ); });
+  thin.baseMs = timed(restore, [&] {
     geqrf();
     orgqr();
   });
@@ -479,8 +297,8 @@ void benchShape(Handles& h, const Options& o, const Shape& sh, const std::string
   appendCsv(o, card, date, thin);
 
   // R only.
-  ronly.oursMs = timeOnStream(h, o, nothing, [&] { ours(tcqr::ComputeR); });
-  ronly.baseMs = timeOnStream(h, o, restore, geqrf);
+  ronly.oursMs = timed(nothing, [&] { ours(tcqr::ComputeR); });
+  ronly.baseMs = timed(restore, geqrf);
   ronly.gbps = double(m) * double(n) * sizeof(S) / (ronly.oursMs * 1e-3) / 1e9;
   printRow(ronly);
   appendCsv(o, card, date, ronly);
@@ -496,9 +314,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tsqr_bench: %s\n", e.what());
     return 2;
   }
-  int dev = 0;
   cudaDeviceProp prop{};
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+  try {
+    prop = currentDeviceProperties();
+  } catch (const BenchError&) {
     std::fprintf(stderr, "tsqr_bench: no CUDA device\n");
     return 1;
   }
@@ -534,12 +353,9 @@ int main(int argc, char** argv) {
       r.n = s.n;
       r.notes = std::string("failed: ") + e.what();
       appendCsv(o, card, date, r);
-      if (cudaDeviceSynchronize() != cudaSuccess) {
-        cudaGetLastError();
-        if (cudaDeviceSynchronize() != cudaSuccess) {
-          std::printf("device in a sticky error state: stopping\n");
-          return 1;
-        }
+      if (!deviceUsable()) {
+        std::printf("device in a sticky error state: stopping\n");
+        return 1;
       }
     }
   }
