@@ -34,7 +34,7 @@ def main():
         r["mode_shown"] = mode_of(r)
         if args.mode and r["mode_shown"].split(" ")[0] != args.mode:
             continue
-        variant = ", ".join(x.strip() for x in r["notes"].split(";") if x.strip().startswith(("panel=", "nb=")))
+        variant = ", ".join(x.strip() for x in r["notes"].split(";") if x.strip().startswith(("panel=", "nb=", "lookahead=")))
         r["variant"] = variant or "default"
         # A pre-modes row and a row of the same mode measured later are the same key: the later one wins.
         latest[(r["op"], r["precision"], r["m"], r["n"], r["variant"], r["mode_shown"].split(" ")[0])] = r
