@@ -484,8 +484,8 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
   r.note("reps=" + std::to_string(o.reps) + " warmup=" + std::to_string(o.warmup) + " median");
   if (o.blockSize > 0) r.note("nb=" + std::to_string(o.blockSize));
   if (o.panel != tcqr::Panel::Auto) r.note(o.panel == tcqr::Panel::Tsqr ? "panel=tsqr" : "panel=geqrf");
-  if (const char* la = std::getenv("TCQR_LOOKAHEAD"))  // the library's A/B switch of the recursion's look-ahead
-    if (std::string(la) == "0") r.note("lookahead=off");
+  if (const char* la = std::getenv("TCQR_LOOKAHEAD"))  // the library's switch of the recursion's look-ahead
+    r.note(std::string("lookahead=") + (std::string(la) == "1" ? "on" : "off"));
 
   // The same input for both methods: pristine A0 (never handed to a factorization) and a work copy.
   DevBuf<S> A0(count + (count & 1)), work(count);  // cuRAND normal generators need an even count
@@ -636,8 +636,8 @@ Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) 
          " warm-up; errors on host in double");
   if (o.blockSize > 0) r.note("nb=" + std::to_string(o.blockSize));
   if (o.panel != tcqr::Panel::Auto) r.note(o.panel == tcqr::Panel::Tsqr ? "panel=tsqr" : "panel=geqrf");
-  if (const char* la = std::getenv("TCQR_LOOKAHEAD"))  // the library's A/B switch of the recursion's look-ahead
-    if (std::string(la) == "0") r.note("lookahead=off");
+  if (const char* la = std::getenv("TCQR_LOOKAHEAD"))  // the library's switch of the recursion's look-ahead
+    r.note(std::string("lookahead=") + (std::string(la) == "1" ? "on" : "off"));
 
   Eigen::MatrixXf A(m, n);
   {

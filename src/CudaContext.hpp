@@ -101,11 +101,14 @@ class CudaContext {
   /// Gives `ops` the side lane of factorRecursive's look-ahead, created on first use: a non-blocking stream with its
   /// own cuBLAS handle (math mode and emulation strategy as blas(); a cuBLAS workspace must not serve two streams at
   /// once) and the fork/join events. The side lane only ever runs between a fork and a join on stream(), so
-  /// synchronizing stream() covers it. The environment variable TCQR_LOOKAHEAD=0 leaves the lane out (for A/B
-  /// measurements; the results do not depend on it beyond rounding).
+  /// synchronizing stream() covers it. Off unless the environment variable TCQR_LOOKAHEAD=1 is set: measured on the
+  /// H100 (qr_bench, 2026-11-26, commit 06b3e8b, same process and data) it gained nothing on 16384^2 FP32 (371 against
+  /// 369 ms) or 2097152 x 128 and cost 15% on 524288 x 512 (34.7 against 30.1 ms) and 8% on 131072 x 2048: there the
+  /// TSQR panel's tiles already occupy the GPU, and the split update adds GEMM calls. Results do not depend on it
+  /// beyond rounding.
   template <typename S>
   void fillSideLane(CudaOps<S>& ops) const {
-    if (lookAheadDisabled()) return;
+    if (!lookAheadEnabled()) return;
     if (!m_sideStream) createSideLane();
     ops.sideBlas = m_sideBlas;
     ops.sideStream = m_sideStream;
@@ -133,9 +136,9 @@ class CudaContext {
   }
 
  private:
-  static bool lookAheadDisabled() {
+  static bool lookAheadEnabled() {
     const char* v = std::getenv("TCQR_LOOKAHEAD");
-    return v != nullptr && std::strcmp(v, "0") == 0;
+    return v != nullptr && std::strcmp(v, "1") == 0;
   }
 
   void createSideLane() const {

@@ -149,7 +149,8 @@ struct CudaOps {
   int* dInfo;
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (Default: S); gemmExact() always runs in S
   ConversionWork* conversion = nullptr;  ///< operand copies of the tensor-core modes (null for FP32/FP64)
-  /// Side lane of factorRecursive's look-ahead (sideStream null: none): a second stream with its own cuBLAS handle
+  /// Side lane of factorRecursive's look-ahead (sideStream null: none; CudaContext::fillSideLane says when there is
+  /// one): a second stream with its own cuBLAS handle
   /// (configured like `blas`; cuBLAS workspaces must not be shared between concurrent streams), and the events that
   /// order the two lanes.
   cublasHandle_t sideBlas = nullptr;
