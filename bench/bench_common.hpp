@@ -52,7 +52,8 @@ struct BenchError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The enumerator's name, or "cusolverStatus N" for a status not listed here.
+/// The enumerator's name, or "cusolverStatus N" for a status not listed here. The library has its own
+/// (src/CudaBackend.cpp); the benchmarks use only the public headers (trmm_bench aside), so they keep this one.
 inline std::string cusolverStatusName(cusolverStatus_t s) {
   switch (s) {
     case CUSOLVER_STATUS_SUCCESS: return "CUSOLVER_STATUS_SUCCESS";

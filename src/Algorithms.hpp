@@ -133,8 +133,9 @@ void trmmLowerAccGeneric(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S
   trmmBlocks(gemm, opL, L.rows, cutoff, scheme);
 }
 
-/// C += alpha op(L) Z for a k x k lower triangular L stored with explicit zeros above its diagonal (the recursive TRMM
-/// above). The backend chooses how: ops.trmmLowerAcc (CudaOps converts L and Z once in the tensor-core modes).
+/// C += alpha op(L) Z for a k x k lower triangular L stored with explicit zeros above its diagonal, with the block
+/// structure of `plan` (trmmBlocks). The backend chooses how to run the products: ops.trmmLowerAcc (CudaOps converts
+/// L and Z once in the tensor-core modes).
 template <class Ops, typename S>
 void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C, TrmmPlan plan) {
   if (L.rows == 0 || Z.cols == 0) return;
