@@ -318,6 +318,12 @@ class CudaQRState final : public QRState<S> {
       factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale);
     }
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
+    if (ops.trace) {
+      char title[128];
+      std::snprintf(title, sizeof(title), "TensorCoreHouseholderQR<%s> %lld x %lld, %s",
+                    sizeof(S) == 4 ? "float" : "double", static_cast<long long>(m_rows), static_cast<long long>(m_cols), precisionName(ops.mode));
+      m_ctx.reportTrace(title);
+    }
   }
 
   // First member: constructed before and destroyed after every buffer below (see CudaContext).

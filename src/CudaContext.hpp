@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "CudaOps.hpp"
 
@@ -133,6 +134,13 @@ class CudaContext {
     ops.solver = m_solver;
     ops.params = m_params;
     ops.stream = stream();
+    if (OpTrace::enabled() && !m_trace) m_trace.reset(new OpTrace());
+    ops.trace = m_trace.get();
+  }
+
+  /// With TCQR_TRACE=1: waits for the computation just queued and prints its per-operation GPU times (OpTrace.hpp).
+  void reportTrace(const char* title) const {
+    if (m_trace) m_trace->report(title);
   }
 
  private:
@@ -196,6 +204,7 @@ class CudaContext {
   mutable cublasHandle_t m_sideBlas = nullptr;
   mutable cudaStream_t m_sideStream = nullptr;
   mutable cudaEvent_t m_forkEvent = nullptr, m_sideEvent = nullptr;
+  mutable std::unique_ptr<OpTrace> m_trace;  ///< TCQR_TRACE=1 only
 };
 
 }  // namespace detail

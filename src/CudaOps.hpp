@@ -10,6 +10,7 @@
 
 #include "Algorithms.hpp"
 #include "CudaCheck.hpp"
+#include "OpTrace.hpp"
 #include "kernels.hpp"
 
 namespace tcqr {
@@ -157,6 +158,14 @@ struct CudaOps {
   cudaStream_t sideStream = nullptr;
   cudaEvent_t forkEvent = nullptr, sideEvent = nullptr;
   bool sidePending = false;
+  OpTrace* trace = nullptr;  ///< TCQR_TRACE=1: per-operation GPU times (OpTrace.hpp); null otherwise
+
+  OpTraceScope traced(const char* label) const { return OpTraceScope(trace, label, stream); }
+  static const char* gemmLabel(Index m, Index n, Index k) {
+    if (k <= 64) return "gemm inner<=64";
+    if (std::min(m, n) <= 64) return "gemm result<=64 wide";
+    return "gemm large";
+  }
 
   bool sideLaneAvailable() const { return sideStream != nullptr; }
   /// The operations on the side lane. Only GEMM-type work (applyQtLeft) runs there: no cuSOLVER handle, no lane of
@@ -169,6 +178,7 @@ struct CudaOps {
     s.solver = nullptr;
     s.sideStream = nullptr;
     s.sidePending = false;
+    s.trace = nullptr;  // the tracer follows the main lane only
     return s;
   }
   void forkSide() {
@@ -192,6 +202,7 @@ struct CudaOps {
       if (beta == S(0)) setZero(C);
       return;  // beta == 1 everywhere else in the algorithms
     }
+    const auto t = traced(gemmLabel(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default) {
       Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
       return;
@@ -206,10 +217,12 @@ struct CudaOps {
       if (beta == S(0)) setZero(C);
       return;
     }
+    const auto t = traced("gemmExact");
     Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
   }
 
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
+    const auto t = traced("trmmLowerAcc");
     if (!convertsOperands()) {
       trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);
       return;
@@ -221,10 +234,12 @@ struct CudaOps {
 
   // The conversion workspace is free before the first GEMM of a factorization; it holds the column maxima and sums.
   void columnScales(View<S> A, S* d) {
+    const auto t = traced("columnScales");
     void* w = conversion->reserve(16 * std::max<Index>(A.cols, 1), stream);
     kernels::launchColumnScales<S>(A.p, A.ld, A.rows, A.cols, d, w, stream);
   }
   void scaleColumns(View<S> A, const S* d, bool inverse, bool upperOnly) {
+    const auto t = traced("scaleColumns");
     kernels::launchScaleColumns<S>(A.p, A.ld, A.rows, A.cols, d, inverse, upperOnly, stream);
   }
 
@@ -235,6 +250,7 @@ struct CudaOps {
  public:
   void geqrfPanel(View<S> A, S* tau) {
     if (A.empty()) return;
+    const auto t = traced("geqrfPanel (cuSOLVER)");
     size_t dBytes = 0, hBytes = 0;
     TCQR_CHECK(cusolverDnXgeqrf_bufferSize(solver, params, A.rows, A.cols, Blas<S>::type, A.p, A.ld, Blas<S>::type,
                                            tau, Blas<S>::type, &dBytes, &hBytes));
@@ -246,47 +262,62 @@ struct CudaOps {
   }
 
   void copyUnitLower(View<S> src, View<S> dst) {
+    const auto t = traced("copyUnitLower");
     kernels::launchCopyUnitLower<S>(src.p, src.ld, dst.p, dst.ld, dst.rows, dst.cols, stream);
   }
   void formT(View<S> Sm, const S* tau, View<S> T) {
+    const auto t = traced("formT");
     kernels::launchFormT<S>(Sm.p, Sm.ld, tau, T.p, T.ld, T.rows, stream);
   }
   void trmmRightUpper(View<S> B, View<S> T) {
+    const auto t = traced("trmmRightUpper (cuBLAS)");
     if (!B.empty()) Blas<S>::trmmRightUpper(blas, B.rows, B.cols, T.p, T.ld, B.p, B.ld);
   }
   void trsmLeftUpper(Op op, View<S> R, View<S> B) {
+    const auto t = traced("trsmLeftUpper (cuBLAS)");
     if (!B.empty()) Blas<S>::trsmLeftUpper(blas, cuOp(op), B.rows, B.cols, R.p, R.ld, B.p, B.ld);
   }
   void setZero(View<S> A) {
+    const auto t = traced("setZero");
     if (!A.empty())
       TCQR_CHECK(cudaMemset2DAsync(A.p, A.ld * sizeof(S), 0, A.rows * sizeof(S), A.cols, stream));
   }
-  void setIdentity(View<S> A) { kernels::launchSetIdentity<S>(A.p, A.ld, A.rows, A.cols, stream); }
+  void setIdentity(View<S> A) {
+    const auto t = traced("setIdentity");
+    kernels::launchSetIdentity<S>(A.p, A.ld, A.rows, A.cols, stream);
+  }
   void copy(View<S> src, View<S> dst) {
+    const auto t = traced("copy");
     if (!dst.empty())
       TCQR_CHECK(cudaMemcpy2DAsync(dst.p, dst.ld * sizeof(S), src.p, src.ld * sizeof(S), dst.rows * sizeof(S),
                                    dst.cols, cudaMemcpyDeviceToDevice, stream));
   }
   void tsqrTileQR(View<S> X, Index tiles, S* tau, View<S> Rout) {
+    const auto t = traced("tsqr tile QR (upper levels)");
     kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, Rout.p, Rout.ld, stream);
   }
   void tsqrTileQRFrom(View<S> src, View<S> X, Index tiles, S* tau, View<S> Rout, int* notFinite,
                       bool storeAll = true) {
+    const auto t = traced("tsqr tile QR (level 0)");
     kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, Rout.p, Rout.ld, stream, src.p, src.ld,
                                  notFinite, storeAll);
   }
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
+    const auto t = traced("tsqr apply Q");
     kernels::launchTsqrTileApplyQ<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, stream);
   }
   void signedLU(View<S> LU, S* s, View<S> T = View<S>()) {
+    const auto t = traced("tsqr signed LU");
     kernels::launchSignedLU<S>(LU.p, LU.ld, LU.rows, s, stream, T.p, T.ld);
   }
   void tsqrTopRowsQ(View<S> X, Index tiles, const S* tau, View<S> C, View<S> out) {
+    const auto t = traced("tsqr top rows of Q");
     kernels::launchTsqrTileApplyQ<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, stream, out.p, out.ld,
                                      out.rows);
   }
   void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, const S* s,
                                View<S> T, View<S> R, View<S> A, View<S> W, S* tau) {
+    const auto t = traced("tsqr level-0 Q + ReconstructWY");
     kernels::launchTsqrApplyQReconstructWY<S>(X.p, X.ld, X.rows, X.cols, tiles, tauTiles, C.p, C.ld, LU.p, LU.ld, s,
                                               T.p, T.ld, R.p, R.ld, A.p, A.ld, W.p, W.ld, tau, stream);
   }

@@ -2,6 +2,7 @@
 // CudaOps (TSQR kernels, cuBLAS, cuSOLVER for the recursion's short panels). Everything is queued on one stream; a
 // computation never synchronises or touches the host.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -36,7 +37,9 @@ struct Dgmm<double> {
 template <typename S>
 struct TallSkinnyCudaOps : CudaOps<S> {
   void scaleRows(View<S> src, const S* d, View<S> dst) {
-    if (!dst.empty()) Dgmm<S>::left(this->blas, dst.rows, dst.cols, src.p, src.ld, d, dst.p, dst.ld);
+    if (dst.empty()) return;
+    const auto t = this->traced("scaleRows (cuBLAS dgmm)");
+    Dgmm<S>::left(this->blas, dst.rows, dst.cols, src.p, src.ld, d, dst.p, dst.ld);
   }
 };
 
@@ -207,6 +210,14 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     TallSkinnyCudaOps<S> ops = makeOps();
     tallSkinnyQR(ops, v, m_what, kNb, kPanel, src, src.p ? m_flags.get() : nullptr);
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
+    traceReport(m, n);
+  }
+
+  void traceReport(Index m, Index n) const {
+    char title[128];
+    std::snprintf(title, sizeof(title), "TensorCoreTallSkinnyQR<%s> %lld x %lld, what=%u",
+                  sizeof(S) == 4 ? "float" : "double", static_cast<long long>(m), static_cast<long long>(n), m_what);
+    m_ctx.reportTrace(title);
   }
 
   // First member: constructed before and destroyed after every buffer below (see CudaContext).

@@ -1,0 +1,126 @@
+// OpTrace.hpp - per-operation GPU time of one computation, for finding where the time goes (internal; includes CUDA
+// headers). Off unless the environment variable TCQR_TRACE=1 is set; then every top-level call of CudaOps is
+// bracketed by a pair of CUDA events on its stream, and after the computation the state prints, to stderr, the GPU
+// time per kind of operation, their sum, and the time from the first event to the last. The difference of the last
+// two is time the GPU spent between operations (launch latency, host-side work such as cuBLAS's heuristics). Events
+// do not serialise the stream; the report synchronises once, after the computation. Nsight Systems is not available on
+// the machines this was written for, hence a tracer of our own.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "CudaCheck.hpp"
+
+namespace tcqr {
+namespace detail {
+
+class OpTrace {
+ public:
+  OpTrace() = default;
+  OpTrace(const OpTrace&) = delete;
+  OpTrace& operator=(const OpTrace&) = delete;
+  ~OpTrace() {
+    for (cudaEvent_t e : m_pool) TCQR_CHECK_NOTHROW(cudaEventDestroy(e));
+  }
+
+  static bool enabled() {
+    const char* v = std::getenv("TCQR_TRACE");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }
+
+  /// Starts an operation. Nested calls (an op implemented through other ops) are attributed to the outermost one.
+  void begin(const char* label, cudaStream_t s) {
+    if (m_depth++ > 0) return;
+    m_label = label;
+    m_start = record(s);
+  }
+  void end(cudaStream_t s) {
+    if (--m_depth > 0) return;
+    m_records.push_back({m_label, m_start, record(s)});
+  }
+
+  /// Waits for the recorded events, prints the summary headed by `title` to stderr, and starts over.
+  void report(const char* title) {
+    if (m_records.empty()) return;
+    TCQR_CHECK(cudaEventSynchronize(m_records.back().stop));
+    struct Sum {
+      int count = 0;
+      double ms = 0;
+    };
+    std::map<std::string, Sum> sums;
+    double total = 0;
+    for (const Record& r : m_records) {
+      float ms = 0;
+      TCQR_CHECK(cudaEventElapsedTime(&ms, r.start, r.stop));
+      Sum& s = sums[r.label];
+      ++s.count;
+      s.ms += ms;
+      total += ms;
+    }
+    float span = 0;
+    TCQR_CHECK(cudaEventElapsedTime(&span, m_records.front().start, m_records.back().stop));
+    std::vector<std::pair<std::string, Sum>> rows(sums.begin(), sums.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    std::fprintf(stderr,
+                 "tcqr trace: %s: first to last event %.3f ms, operations %.3f ms (%zu calls), between %.3f ms\n",
+                 title, span, total, m_records.size(), span - total);
+    for (const auto& r : rows)
+      std::fprintf(stderr, "tcqr trace:   %-28s %6d calls %10.3f ms %8.2f us/call\n", r.first.c_str(), r.second.count,
+                   r.second.ms, 1000.0 * r.second.ms / r.second.count);
+    m_records.clear();
+    m_used = 0;
+  }
+
+ private:
+  struct Record {
+    const char* label;
+    cudaEvent_t start, stop;
+  };
+  cudaEvent_t record(cudaStream_t s) {
+    if (m_used == m_pool.size()) {
+      cudaEvent_t e = nullptr;
+      TCQR_CHECK(cudaEventCreate(&e));
+      m_pool.push_back(e);
+    }
+    cudaEvent_t e = m_pool[m_used++];
+    TCQR_CHECK(cudaEventRecord(e, s));
+    return e;
+  }
+
+  std::vector<cudaEvent_t> m_pool;
+  size_t m_used = 0;
+  std::vector<Record> m_records;
+  int m_depth = 0;
+  const char* m_label = "";
+  cudaEvent_t m_start = nullptr;
+};
+
+/// Brackets one operation when `trace` is non-null.
+class OpTraceScope {
+ public:
+  OpTraceScope(OpTrace* trace, const char* label, cudaStream_t s) : m_trace(trace), m_stream(s) {
+    if (m_trace) m_trace->begin(label, s);
+  }
+  ~OpTraceScope() {
+    if (!m_trace) return;
+    try {
+      m_trace->end(m_stream);
+    } catch (...) {  // a diagnostic must not turn an error in flight into std::terminate
+    }
+  }
+  OpTraceScope(const OpTraceScope&) = delete;
+  OpTraceScope& operator=(const OpTraceScope&) = delete;
+
+ private:
+  OpTrace* m_trace;
+  cudaStream_t m_stream;
+};
+
+}  // namespace detail
+}  // namespace tcqr
