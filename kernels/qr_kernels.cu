@@ -106,6 +106,34 @@ __global__ void formTKernel(const S* __restrict__ Sm, Index lds, const S* __rest
   }
 }
 
+// formTKernel for k <= 32 in one warp: the recurrence only ever combines entries of one row of T, so lane r keeps row r
+// in registers and needs no other lane; S is staged in shared memory, read as broadcasts. The block version pays a
+// barrier per column: 30 us per call on the H100 (TCQR_TRACE, 2026-11-26), once per cuSOLVER panel.
+template <typename S>
+__global__ void __launch_bounds__(32) formTWarpKernel(const S* __restrict__ Sm, Index lds, const S* __restrict__ tau,
+                                                      S* T, Index ldt, int k) {
+  __shared__ S sM[32][33];  // sM[i][c] = S(c, i)
+  __shared__ S sTau[32];
+  const int r = threadIdx.x;
+  for (int i = 0; i < k; ++i) sM[i][r] = (r < k) ? Sm[r + i * lds] : S(0);
+  sTau[r] = (r < k) ? tau[r] : S(0);
+  __syncwarp();
+  S t[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    if (i >= k) break;
+    S acc = S(0);
+#pragma unroll
+    for (int c = 0; c < i; ++c) acc += t[c] * sM[i][c];  // t[c] = 0 for c < r
+    t[i] = (r < i) ? -sTau[i] * acc : ((r == i) ? sTau[i] : S(0));
+  }
+  if (r < k) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      if (i < k) T[r + i * ldt] = t[i];
+  }
+}
+
 }  // namespace
 
 template <typename S>
@@ -142,6 +170,11 @@ void launchFlagNonFinite(const S* A, Index lda, Index m, Index n, int* flag, cud
 template <typename S>
 void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k, cudaStream_t stream) {
   if (k <= 0) return;
+  if (k <= 32) {
+    formTWarpKernel<S><<<1, 32, 0, stream>>>(Sm, lds, tau, T, ldt, static_cast<int>(k));
+    TCQR_CHECK_LAUNCH("formTWarpKernel");
+    return;
+  }
   const int threads = k >= 256 ? 256 : static_cast<int>((k + 31) / 32 * 32);
   formTKernel<S><<<1, threads, 0, stream>>>(Sm, lds, tau, T, ldt, k);
   TCQR_CHECK_LAUNCH("formTKernel");
