@@ -50,10 +50,12 @@ namespace detail {
 constexpr std::ptrdiff_t kTsqrTileRows = 256;
 /// Widest panel the TSQR tile kernel factors (one warp-width of columns).
 constexpr std::ptrdiff_t kTsqrMaxCols = 32;
-/// Panel::Auto on the CUDA backend: panels with at least this many rows use TSQR, shorter ones cuSOLVER geqrf.
-/// Measured on H100/H200 (2026-11-26): TSQR panels win on every tall shape down to 32768 x 8192 (1.11x vs 0.75x of
-/// SGEQRF), but a square 16384^2 with TSQR at every panel ran at 0.58x (short late panels pay the tree's latency).
-constexpr std::ptrdiff_t kTsqrAutoMinRows = 4096;
+/// Panel::Auto on the CUDA backend: panels with at least this many rows use TSQR, shorter ones cuSOLVER geqrf (a
+/// panel with as many rows as columns always goes to geqrf, see tsqrApplicable). It was 4096 while the TSQR panel's
+/// signed LU took 38 us; with the one-warp LU (2026-11-26, H100, TCQR_TRACE, 16384^2 TF32) a TSQR panel costs about
+/// 80 us at 256 rows and 170 us at 16384, cuSOLVER's 153 us on average below 4096 rows, and TSQR at every panel ran
+/// 159 ms against 165 ms with the 4096 threshold.
+constexpr std::ptrdiff_t kTsqrAutoMinRows = 0;
 
 }  // namespace detail
 }  // namespace tcqr
