@@ -126,7 +126,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
 
  private:
   // Panel width of the recursion (n > kTsqrMaxCols): the TSQR tile width, with Hybrid panels (TSQR for panels of at
-  // least kTsqrAutoMinRows rows, cuSOLVER below: today every tall panel), as TensorCoreHouseholderQR's Panel::Auto.
+  // least kTsqrAutoMinRows rows, cuSOLVER below), as TensorCoreHouseholderQR's Panel::Auto on this backend.
   static constexpr Index kNb = kTsqrMaxCols;
   static constexpr PanelKind kPanel = PanelKind::Hybrid;
 
