@@ -87,6 +87,48 @@ __global__ void flagNonFiniteKernel(const S* __restrict__ A, Index lda, Index m,
   if (__syncthreads_or(bad) && threadIdx.x == 0) atomicExch(flag, 1);
 }
 
+// Column scan: each block reads a chunk of kScanRowsPerThread * blockDim.x rows of one column (blockIdx.y strides over
+// the columns), coalesced, several loads in flight per thread. The chunk's last nonzero row, capped, is merged by one
+// atomicMax per block, skipped when the stored value is already as large (for a full column that is every block but
+// the first few, so the atomics do not serialise on the n addresses).
+constexpr int kScanRowsPerThread = 16;
+
+__device__ __forceinline__ std::uint32_t warpMax(std::uint32_t v) {  // (__reduce_max_sync needs sm_80)
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+template <typename S>
+__global__ void scanColumnsKernel(const S* __restrict__ A, Index lda, Index m, Index n, std::uint32_t cap,
+                                  std::uint32_t* lastRow, int* notFinite) {
+  __shared__ std::uint32_t sLast[kThreads / 32];
+  const Index chunk = Index(kScanRowsPerThread) * blockDim.x;
+  const Index r0 = blockIdx.x * chunk;
+  for (Index j = blockIdx.y; j < n; j += gridDim.y) {
+    const S* col = A + j * lda;
+    std::uint32_t last = 0;  // 1 + last nonzero row seen, capped
+    bool bad = false;
+#pragma unroll
+    for (int k = 0; k < kScanRowsPerThread; ++k) {
+      const Index r = r0 + threadIdx.x + Index(k) * blockDim.x;
+      if (r < m) {
+        const S x = col[r];
+        bad |= !isfinite(x);
+        if (x != S(0)) last = static_cast<std::uint32_t>(r + 1 < Index(cap) ? r + 1 : Index(cap));
+      }
+    }
+    last = warpMax(last);
+    if (threadIdx.x % 32 == 0) sLast[threadIdx.x / 32] = last;
+    if (__syncthreads_or(bad) && threadIdx.x == 0 && notFinite) atomicExch(notFinite, 1);
+    if (threadIdx.x < 32) {
+      std::uint32_t v = threadIdx.x < blockDim.x / 32 ? sLast[threadIdx.x] : 0u;
+      v = warpMax(v);
+      if (threadIdx.x == 0 && v > *(volatile std::uint32_t*)(lastRow + j)) atomicMax(lastRow + j, v);
+    }
+    __syncthreads();  // sLast is rewritten for the next column
+  }
+}
+
 // One block; the recurrence is sequential in i, each step a triangular mat-vec spread over the threads.
 template <typename S>
 __global__ void formTKernel(const S* __restrict__ Sm, Index lds, const S* __restrict__ tau, S* T, Index ldt, Index k) {
@@ -168,6 +210,20 @@ void launchFlagNonFinite(const S* A, Index lda, Index m, Index n, int* flag, cud
 }
 
 template <typename S>
+void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t cap, std::uint32_t* lastRow,
+                       int* notFinite, cudaStream_t stream) {
+  if (n <= 0) return;
+  TCQR_CHECK(cudaMemsetAsync(lastRow, 0, sizeof(std::uint32_t) * n, stream));
+  if (m <= 0) return;
+  const Index chunks = (m + Index(kScanRowsPerThread) * kThreads - 1) / (Index(kScanRowsPerThread) * kThreads);
+  if (chunks > 0x7fffffff)
+    detail::throwError(ErrorSource::Kernel, 0, "too many rows", "launchScanColumns", __FILE__, __LINE__);
+  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(std::min<Index>(n, 65535)));
+  scanColumnsKernel<S><<<grid, kThreads, 0, stream>>>(A, lda, m, n, cap, lastRow, notFinite);
+  TCQR_CHECK_LAUNCH("scanColumnsKernel");
+}
+
+template <typename S>
 void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k, cudaStream_t stream) {
   if (k <= 0) return;
   if (k <= 32) {
@@ -184,6 +240,8 @@ void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k,
   template void launchCopyUnitLower<S>(const S*, Index, S*, Index, Index, Index, cudaStream_t);        \
   template void launchSetIdentity<S>(S*, Index, Index, Index, cudaStream_t);                           \
   template void launchFlagNonFinite<S>(const S*, Index, Index, Index, int*, cudaStream_t);             \
+  template void launchScanColumns<S>(const S*, Index, Index, Index, std::uint32_t, std::uint32_t*, int*,  \
+                                     cudaStream_t);                                                     \
   template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);
 TCQR_INSTANTIATE(float)
 TCQR_INSTANTIATE(double)

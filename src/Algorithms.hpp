@@ -17,6 +17,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "Tsqr.hpp"
 #include "View.hpp"
@@ -39,6 +41,32 @@ inline bool useTsqr(PanelKind panel, Index m, Index n) {
   return panel == PanelKind::Tsqr || (panel == PanelKind::Hybrid && m >= kTsqrAutoMinRows);
 }
 
+/// Columns whose Householder reflector is the identity for a structural reason, found from the input alone.
+/// Householder QR (LAPACK, Eigen) stores tau = 0 for column j when the tail below the diagonal of the updated column
+/// is exactly zero. That happens, whatever the values, when
+///   - column j is zero (updates keep a zero column zero), or
+///   - A(j+1 : m, 0 : j) = 0: the earlier reflectors only touch rows up to j, so the tail of column j stays zero
+///     (upper triangular and block upper triangular inputs, identity blocks, [B C; 0 0]).
+/// ReconstructWY cannot give tau = 0 (it always yields a reflection), so a leaf panel holding such a column is
+/// factored by geqrfPanel instead (factorRecursive). `lastRow[j]` is 1 + the index of the last nonzero row of column
+/// j, 0 for a zero column; values may be capped at any c > n (see exactIdentityCap): only whether they exceed j + 1
+/// matters. Exact zeros that arise from cancellation are not predictable from the input and are not detected.
+inline std::vector<char> identityReflectorColumns(const std::uint32_t* lastRow, Index n) {
+  std::vector<char> mask(static_cast<size_t>(n), 0);
+  std::uint32_t reach = 0;  // max over i <= j of lastRow[i]: rows below `reach` are zero in columns 0..j
+  for (Index j = 0; j < n; ++j) {
+    reach = std::max(reach, lastRow[j]);
+    mask[static_cast<size_t>(j)] = lastRow[j] == 0 || reach <= static_cast<std::uint32_t>(j + 1);
+  }
+  return mask;
+}
+/// The cap of the lastRow values identityReflectorColumns needs for an m x n matrix: min(m, n) + 1.
+inline std::uint32_t exactIdentityCap(Index m, Index n) { return static_cast<std::uint32_t>(std::min(m, n) + 1); }
+
+inline bool anySet(const char* mask, Index n) {
+  return mask != nullptr && std::any_of(mask, mask + n, [](char c) { return c != 0; });
+}
+
 /// Scratch (in scalars) of one leaf panel of at most nb columns and m rows (geqrfPanel + formPanelW, or tsqrPanel).
 /// An upper bound over every leaf of the recursion on at most m rows: any leaf of at most kTsqrMaxCols columns may be
 /// a TSQR panel (tsqrScratchSize grows with both dimensions).
@@ -53,6 +81,12 @@ inline Index leafScratchSize(Index m, Index nb, PanelKind panel) {
 inline Index firstLeafCols(Index n, Index nb) {
   while (n > nb) n = splitColumns(n, nb);
   return n;
+}
+
+/// Whether factorRecursive may give any leaf of an m x n factorization (m >= n) to the TSQR panel, which is when the
+/// input scan of identityReflectorColumns is needed. The first leaf has the most rows.
+inline bool anyTsqrLeaf(PanelKind panel, Index m, Index n, Index nb) {
+  return panel != PanelKind::Geqrf && n > 0 && useTsqr(panel, m, firstLeafCols(n, nb));
 }
 
 /// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem: a leaf, and at an inner node the
@@ -219,12 +253,16 @@ void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool trans
 /// most of the GPU idle). Every leaf joins the lanes when it is done, so nothing else ever overlaps. Ops provides
 ///   sideLaneAvailable(), sideLane() (an Ops on the side lane), forkSide() (the side lane waits for the main lane),
 ///   sideDone() (marks the side lane's queued work as pending), joinSide() (the main lane waits for pending work).
+///
+/// `identity` (null, or a flag per column: identityReflectorColumns) marks the columns that must get tau = 0; a
+/// leaf panel holding one is factored by geqrfPanel.
 template <class Ops, typename S>
-void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch) {
+void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch,
+                     const char* identity = nullptr) {
   const Index m = A.rows, n = A.cols;
   if (n == 0) return;
   if (n <= nb) {
-    if (useTsqr(panel, m, n)) {
+    if (useTsqr(panel, m, n) && !anySet(identity, n)) {
       tsqrPanel(ops, A, tau, W, scratch);
     } else {
       ops.geqrfPanel(A, tau);
@@ -236,7 +274,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
   const Index n1 = splitColumns(n, nb), n2 = n - n1;
   View<S> A1 = A.leftCols(n1), A2 = A.rightCols(n2), W1 = W.leftCols(n1), W2 = W.rightCols(n2);
 
-  factorRecursive(ops, A1, tau, W1, nb, panel, scratch);
+  factorRecursive(ops, A1, tau, W1, nb, panel, scratch, identity);
   // [R12; A22] = Q1^T A2
   const Index first = firstLeafCols(n2, nb);
   if (first < n2 && ops.sideLaneAvailable()) {
@@ -249,7 +287,8 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
   } else {
     applyQtLeft(ops, A1, W1, A2, scratch);
   }
-  factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, panel, scratch);
+  factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, panel, scratch,
+                  identity ? identity + n1 : nullptr);
 
   // W2 <- W2 - W1 (Y1^T W2). The top n1 rows of W2 are zero, so Y1^T W2 only involves Y1's dense bottom part.
   View<S> P(scratch, n1, n2, n1);
@@ -270,8 +309,10 @@ inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel) {
 /// W must be m x k. With `colScale` (n scalars of storage) the columns are first scaled by powers of two to norms in
 /// [1/2, 1) and R is scaled back at the end (HPDC'20 §3.5): A D = Q (R D), so Q, the reflectors and tau are those of A
 /// and nothing in the recursion exceeds the column norms, which keeps FP16 operands in range.
+/// `identity`: see factorRecursive (needed wherever a TSQR leaf may meet a structurally zero column).
 template <class Ops, typename S>
-void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch, S* colScale = nullptr) {
+void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch, S* colScale = nullptr,
+            const char* identity = nullptr) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n);
   if (k == 0) return;
   if (k <= nb && n == k) colScale = nullptr;  // one panel and no trailing update: no product runs in the mode
@@ -279,7 +320,7 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S
     ops.columnScales(A, colScale);
     ops.scaleColumns(A, colScale, false, false);
   }
-  factorRecursive(ops, A.leftCols(k), tau, W, nb, panel, scratch);
+  factorRecursive(ops, A.leftCols(k), tau, W, nb, panel, scratch, identity);
   if (n > k) applyQtLeft(ops, A.leftCols(k), W, A.rightCols(n - k), scratch);
   if (colScale) ops.scaleColumns(A, colScale, true, true);
 }

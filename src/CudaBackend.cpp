@@ -1,7 +1,8 @@
 // CudaBackend.cpp - the CUDA backend: cuBLAS GEMM/TRMM/TRSM, cuSOLVER geqrf for the panel, and the kernels of
 // kernels/*.cu, driven by the backend-generic recursion of Algorithms.hpp. Everything is queued on one stream; the
-// factorization itself never synchronises or touches the host.
+// factorization synchronises once, after the input scan that decides which leaf panels may use TSQR (runFactor).
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -116,8 +117,8 @@ class CudaQRState final : public QRState<S> {
     // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
     if (!userStream) m_ctx.orderAfterLegacyStream();
     if (rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols)) {
-      // The whole factorization is one TSQR panel: its level 0 reads dA directly and flags NaN/Inf on the way, which
-      // saves the device-to-device copy and the separate scan (two of the five passes over a tall-skinny A).
+      // The whole factorization is one TSQR panel: its level 0 reads dA directly, which saves the device-to-device
+      // copy (one of the passes over a tall-skinny A); dA is copied only if the scan sends the panel to geqrf.
       runFactor(View<S>(const_cast<S*>(dA), rows, cols, ld));
       return;
     }
@@ -279,6 +280,11 @@ class CudaQRState final : public QRState<S> {
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
       if (resolvedPrecision() == Precision::FP16) m_colScale.reserve(std::max<Index>(cols, 1));
+      if (cols > m_lastRow.capacity()) {
+        synchronize();  // (the pinned copy may still be the target of a queued transfer)
+        m_lastRow.reserve(cols);
+        m_hostLastRow.reserve(cols);
+      }
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {
         size_t dBytes = 0, hBytes = 0;
         TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_ctx.solver(), m_ctx.params(), rows, std::min(k, nb()), Blas<S>::type,
@@ -299,23 +305,46 @@ class CudaQRState final : public QRState<S> {
       m_rhs.release();
       m_conversion.buffer.release();
       m_colScale.release();
+      m_lastRow.release();
       throw;
     }
     m_rows = rows;
     m_cols = cols;
   }
 
+  // Scans the input (m_rows x m_cols, at `in`) for NaN/Inf (into m_flags[0]) and for the columns whose reflector
+  // must be the identity (identityReflectorColumns), and returns the latter. The recursion chooses its leaf panels
+  // on the host, so this waits for the scan (and for whatever was queued on the stream before it).
+  std::vector<char> scanIdentityColumns(View<S> in) {
+    const Index k = std::min(m_rows, m_cols);
+    kernels::launchScanColumns<S>(in.p, in.ld, m_rows, m_cols, exactIdentityCap(m_rows, m_cols), m_lastRow.get(),
+                                  m_flags.get(), stream());
+    TCQR_CHECK(cudaMemcpyAsync(m_hostLastRow.get(), m_lastRow.get(), sizeof(std::uint32_t) * k, cudaMemcpyDeviceToHost,
+                               stream()));
+    synchronize();
+    return identityReflectorColumns(m_hostLastRow.get(), k);
+  }
+
   // Factors the matrix in m_a, or, with `src`, the single TSQR panel read straight from src (factorDevice).
   void runFactor(View<S> src = View<S>()) {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     CudaOps<S> ops = makeOps(true);
-    if (src.p) {
-      tsqrPanel(ops, viewA(), m_tau.get(), viewW(), m_scratch.get(), src, m_flags.get());
-    } else {
+    const Index k = std::min(m_rows, m_cols);
+    std::vector<char> identity;
+    if (src.p || anyTsqrLeaf(panelKind(), m_rows, k, nb()))
+      identity = scanIdentityColumns(src.p ? src : viewA());
+    else
       kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
+    if (src.p && !anySet(identity.data(), k)) {
+      tsqrPanel(ops, viewA(), m_tau.get(), viewW(), m_scratch.get(), src);
+    } else {
+      if (src.p)
+        TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * m_rows, src.p, sizeof(S) * src.ld, sizeof(S) * m_rows,
+                                     m_cols, cudaMemcpyDeviceToDevice, stream()));
       // FP16: power-of-two column scaling against overflow (see factor()).
       S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
-      factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale);
+      factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale,
+             identity.empty() ? nullptr : identity.data());
     }
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
     if (ops.trace) {
@@ -332,8 +361,10 @@ class CudaQRState final : public QRState<S> {
   mutable ConversionWork m_conversion;
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
+  DeviceBuffer<std::uint32_t> m_lastRow;  // scanIdentityColumns
   PinnedBuffer<S> m_stage;
   PinnedBuffer<int> m_hostFlags;
+  PinnedBuffer<std::uint32_t> m_hostLastRow;
   mutable std::vector<char> m_hostWork;
   Index m_rows = 0, m_cols = 0, m_nb = 0;
   Panel m_panel = Panel::Auto;

@@ -39,8 +39,10 @@ class HostQRState final : public QRState<S> {
     HostOps<S> ops;
     ops.mode = resolvePrecision(m_precision, std::is_same<S, double>::value);
     std::vector<S> colScale(ops.mode == Precision::FP16 ? static_cast<size_t>(cols) : 0);
+    std::vector<char> identity;  // columns whose tau must be 0, which a TSQR leaf cannot give (Algorithms.hpp)
+    if (anyTsqrLeaf(panelKind(), rows, k, nb())) identity = hostIdentityReflectorColumns(viewA());
     factor(ops, viewA(), m_tau.data(), View<S>(m_w.data(), rows, k, rows), nb(), panelKind(), m_scratch.data(),
-           colScale.empty() ? nullptr : colScale.data());
+           colScale.empty() ? nullptr : colScale.data(), identity.empty() ? nullptr : identity.data());
   }
 
   Index rows() const noexcept override { return m_rows; }

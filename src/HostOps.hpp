@@ -38,6 +38,19 @@ inline float roundTf32(float x) {
 inline float roundFp16(float x) { return static_cast<float>(Eigen::half(x)); }
 inline float roundBf16(float x) { return static_cast<float>(Eigen::bfloat16(x)); }
 
+/// identityReflectorColumns for the first min(m, n) columns of A (host memory).
+template <typename S>
+std::vector<char> hostIdentityReflectorColumns(View<S> A) {
+  const Index k = std::min(A.rows, A.cols);
+  std::vector<std::uint32_t> last(static_cast<size_t>(k), 0);
+  for (Index j = 0; j < k; ++j) {
+    Index r = A.rows;
+    while (r > 0 && A.p[(r - 1) + j * A.ld] == S(0)) --r;
+    last[static_cast<size_t>(j)] = static_cast<std::uint32_t>(std::min<Index>(r, k + 1));
+  }
+  return identityReflectorColumns(last.data(), k);
+}
+
 template <typename S>
 struct HostOps {
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (emulated); gemmExact() always runs in S

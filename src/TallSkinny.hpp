@@ -68,9 +68,13 @@ struct TallSkinnyViews {
 /// With `src` (m x n, Tree and Panel paths only) the input is read from src rather than from A, whose contents on
 /// entry are then ignored, and *notFinite is set to 1 if src holds a NaN or an infinity (see tsqrTree); for R alone
 /// the matrix is read once and A receives only its first tile.
+/// `identity` (identityReflectorColumns of the input, or null) matters wherever tau is computed (Panel, Recursive):
+/// a panel holding such a column is factored by geqrfPanel so that its tau is 0 as in Eigen. The Tree path ignores
+/// it: R and the thin Q are then a valid QR, but the sign of R(j, j) and the thin Q's column j may differ from
+/// Eigen's on those columns (for a zero column any unit vector orthogonal to the others is a valid Q(:, j)).
 template <class Ops, typename S>
 void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb, PanelKind panel,
-                  View<S> src = View<S>(), int* notFinite = nullptr) {
+                  View<S> src = View<S>(), int* notFinite = nullptr, const char* identity = nullptr) {
   const Index m = v.A.rows, n = v.A.cols;
   if (n == 0) return;
   const bool wantQ = (what & kTallSkinnyThinQ) != 0, wantWY = (what & kTallSkinnyWY) != 0;
@@ -95,10 +99,12 @@ void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb
     return;
   }
 
-  if (path == TallSkinnyPath::Panel)
+  if (path == TallSkinnyPath::Panel && !anySet(identity, n)) {
     tsqrPanel(ops, v.A, v.tau, v.W, v.scratch, src, notFinite);
-  else
-    factor(ops, v.A, v.tau, v.W, nb, panel, v.scratch);
+  } else {
+    if (src.p != nullptr) ops.copy(src, v.A);  // (the Panel path: src was scanned with the identity columns)
+    factor(ops, v.A, v.tau, v.W, nb, panel, v.scratch, static_cast<S*>(nullptr), identity);
+  }
 
   View<S> A1 = v.A.topRows(n);
   ops.setIdentity(v.R);

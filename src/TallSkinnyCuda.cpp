@@ -1,7 +1,8 @@
 // TallSkinnyCuda.cpp - Eigen::TensorCoreTallSkinnyQR on the CUDA backend: the generic driver of TallSkinny.hpp with
 // CudaOps (TSQR kernels, cuBLAS, cuSOLVER for the recursion's short panels). Everything is queued on one stream; a
-// computation never synchronises or touches the host.
+// computation synchronises once, after the input scan, where it computes tau (see run()).
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -170,11 +171,15 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     m_what = 0;
     try {
       for (int i = 0; i < 7; ++i) bufs[i]->reserve(need[i]);
+      if (n > m_lastRow.capacity()) {
+        synchronize();  // (the pinned copy may still be the target of a queued transfer)
+        m_lastRow.reserve(n);
+        m_hostLastRow.reserve(n);
+      }
       // cuSOLVER's workspace for the recursion's geqrf panels (the first panel is the largest), sized here so that
       // it is never reallocated while queued work may use it.
       const Index w = std::min(n, kNb);
-      if (needW && tallSkinnyPath(rows, cols, what) == TallSkinnyPath::Recursive &&
-          m_workQueried != std::make_pair(rows, w)) {
+      if (needW && m_workQueried != std::make_pair(rows, w)) {  // (a Panel path with an identity column too)
         size_t dBytes = 0, hBytes = 0;
         TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_ctx.solver(), m_ctx.params(), rows, w, Blas<S>::type, m_a.get(),
                                                rows, Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes, &hBytes));
@@ -187,6 +192,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
       m_workQueried = std::make_pair(Index(-1), Index(-1));
       for (DeviceBuffer<S>* b : bufs) b->release();
       m_work.release();
+      m_lastRow.release();
       throw;
     }
     m_rows = rows;
@@ -198,7 +204,20 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   void run(View<S> src = View<S>()) {
     const Index m = m_rows, n = m_cols;
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
-    if (src.p == nullptr) kernels::launchFlagNonFinite<S>(m_a.get(), m, m, n, m_flags.get(), stream());
+    // Where tau is computed (every path but the tree), the columns whose reflector must be the identity decide which
+    // panels go to geqrf (identityReflectorColumns); the host waits for that scan, which also flags NaN/Inf.
+    std::vector<char> identity;
+    if (tallSkinnyPath(m, n, m_what) != TallSkinnyPath::Tree && n > 0) {
+      const View<S> in = src.p ? src : View<S>(m_a.get(), m, n, m);
+      kernels::launchScanColumns<S>(in.p, in.ld, m, n, exactIdentityCap(m, n), m_lastRow.get(), m_flags.get(),
+                                    stream());
+      TCQR_CHECK(cudaMemcpyAsync(m_hostLastRow.get(), m_lastRow.get(), sizeof(std::uint32_t) * n,
+                                 cudaMemcpyDeviceToHost, stream()));
+      synchronize();
+      identity = identityReflectorColumns(m_hostLastRow.get(), n);
+    } else if (src.p == nullptr) {
+      kernels::launchFlagNonFinite<S>(m_a.get(), m, m, n, m_flags.get(), stream());
+    }
     TallSkinnyViews<S> v;
     v.A = View<S>(m_a.get(), m, n, m);
     v.W = View<S>(m_w.get(), m, n, m);
@@ -208,7 +227,9 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     v.tau = m_tau.get();
     v.scratch = m_scratch.get();
     TallSkinnyCudaOps<S> ops = makeOps();
-    tallSkinnyQR(ops, v, m_what, kNb, kPanel, src, src.p ? m_flags.get() : nullptr);
+    // (src: the tree's level 0 flags NaN/Inf where no scan ran)
+    tallSkinnyQR(ops, v, m_what, kNb, kPanel, src, src.p && identity.empty() ? m_flags.get() : nullptr,
+                 identity.empty() ? nullptr : identity.data());
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
     traceReport(m, n);
   }
@@ -225,8 +246,10 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   DeviceBuffer<S> m_a, m_w, m_q, m_r, m_t, m_tau, m_scratch;
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
+  DeviceBuffer<std::uint32_t> m_lastRow;  // the input scan of run()
   PinnedBuffer<S> m_stage;
   PinnedBuffer<int> m_hostFlags;
+  PinnedBuffer<std::uint32_t> m_hostLastRow;
   mutable std::vector<char> m_hostWork;
   Index m_rows = 0, m_cols = 0;
   unsigned m_what = 0;

@@ -64,7 +64,10 @@ class HostTallSkinnyState final : public TallSkinnyState<S> {
     TallSkinnyHostOps<S> ops;
     // Panel::Tsqr throughout (the host default for TensorCoreHouseholderQR is Geqrf): this class is the TSQR API,
     // and CI should exercise the TSQR panels inside the recursion for n > 32 as well.
-    tallSkinnyQR(ops, v, what, kTsqrMaxCols, PanelKind::Tsqr);
+    std::vector<char> identity;
+    if (tallSkinnyPath(rows, cols, what) != TallSkinnyPath::Tree) identity = hostIdentityReflectorColumns(v.A);
+    tallSkinnyQR(ops, v, what, kTsqrMaxCols, PanelKind::Tsqr, View<S>(), nullptr,
+                 identity.empty() ? nullptr : identity.data());
   }
 
   void computeDevice(const S*, Index, Index, Index, unsigned, CUstream_st*) override {

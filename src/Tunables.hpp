@@ -51,13 +51,12 @@ constexpr std::ptrdiff_t kTsqrTileRows = 256;
 /// Widest panel the TSQR tile kernel factors (one warp-width of columns).
 constexpr std::ptrdiff_t kTsqrMaxCols = 32;
 /// Panel::Auto on the CUDA backend: panels with at least this many rows use TSQR, shorter ones cuSOLVER geqrf (a
-/// panel with as many rows as columns always goes to geqrf, see tsqrApplicable). With the one-warp LU (2026-11-26,
-/// H100, TCQR_TRACE) a TSQR panel is faster than cuSOLVER's at every height (about 80 us at 256 rows against 153 us),
-/// and TSQR at every panel measured 16384^2 FP64 359 against 415 ms, 4096^2 FP32 27.0 against 31.6 ms. It is not
-/// the default below 4096 rows because of an exact zero column: ReconstructWY always yields a reflection (tau in
-/// [1, 2]) where LAPACK and Eigen store tau = 0, which the rank-deficiency tests (150 x 70) check; at 4096 rows and
-/// more that deviation remains (docs/DESIGN.md). Panel::Tsqr selects TSQR everywhere.
-constexpr std::ptrdiff_t kTsqrAutoMinRows = 4096;
+/// panel with as many rows as columns always goes to geqrf, see tsqrApplicable, and so does a panel holding a column
+/// whose reflector must be the identity, see identityReflectorColumns). With the one-warp LU (2026-11-26, H100,
+/// TCQR_TRACE) a TSQR panel is faster than cuSOLVER's at every height (about 80 us at 256 rows against 153 us), and
+/// TSQR at every panel measured 16384^2 FP64 359 against 415 ms, 4096^2 FP32 27.0 against 31.6 ms; hence 0. (It was
+/// 4096 while a zero column inside a TSQR panel got a reflection instead of Eigen's tau = 0.)
+constexpr std::ptrdiff_t kTsqrAutoMinRows = 0;
 
 }  // namespace detail
 }  // namespace tcqr

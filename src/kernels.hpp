@@ -23,6 +23,13 @@ void launchSetIdentity(S* A, Index lda, Index m, Index n, cudaStream_t stream);
 template <typename S>
 void launchFlagNonFinite(const S* A, Index lda, Index m, Index n, int* flag, cudaStream_t stream);
 
+/// For each column j of A (m x n): lastRow[j] = min(1 + the index of its last nonzero row, cap), 0 for a zero column
+/// (what detail::identityReflectorColumns reads), and *notFinite = 1 if any entry is NaN or infinite (left unchanged
+/// otherwise; may be null). Clears lastRow (n entries) itself.
+template <typename S>
+void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t cap, std::uint32_t* lastRow,
+                       int* notFinite, cudaStream_t stream);
+
 /// Upper triangular T (k x k) of the compact WY form from S = Y^T Y and tau (LAPACK larft, forward, columnwise):
 /// T(i,i) = tau_i, T(0:i,i) = -tau_i T(0:i,0:i) S(0:i,i). Zeroes T below its diagonal.
 template <typename S>

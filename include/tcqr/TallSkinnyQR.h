@@ -112,7 +112,9 @@ class TensorCoreTallSkinnyQR {
 
   /// Computes A = Q R of a rows x cols column-major matrix in device memory (leading dimension \a ld), with no host
   /// copy; \a dA is not modified. Work is queued on \a stream (kept for later calls; null: the object's own stream,
-  /// ordered after the work already queued on the legacy default stream) and the call returns without waiting.
+  /// ordered after the work already queued on the legacy default stream) and the call returns without waiting for
+  /// the factorization. With ComputeWY (or n > 32) it first waits for a scan of \a dA, because the scan decides
+  /// which panels may use TSQR (columns that must get tau = 0, see DESIGN.md); R and the thin Q alone never wait.
   /// Requires the CUDA backend. Throws tcqr::Error (ErrorSource::Usage) on rows < cols, a null \a dA, ld < rows,
   /// negative sizes, unknown bits in \a what, or an object set to Backend::Host.
   TensorCoreTallSkinnyQR& computeOnDevice(const Scalar* dA, Index rows, Index cols, Index ld,
