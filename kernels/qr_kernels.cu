@@ -98,23 +98,37 @@ __device__ __forceinline__ std::uint32_t warpMax(std::uint32_t v) {  // (__reduc
   return v;
 }
 
-template <typename S>
+template <typename S, bool kVec>
 __global__ void scanColumnsKernel(const S* __restrict__ A, Index lda, Index m, Index n, std::uint32_t cap,
-                                  std::uint32_t* lastRow, int* notFinite) {
+                                  std::uint32_t* lastRow, int* notFinite, S* __restrict__ dst, Index ldd) {
+  using V = typename Vec16<S>::type;
+  constexpr int W = kVec ? 16 / sizeof(S) : 1;  // rows per access: 16-byte accesses where the layout allows
   __shared__ std::uint32_t sLast[kThreads / 32];
-  const Index chunk = Index(kScanRowsPerThread) * blockDim.x;
-  const Index r0 = blockIdx.x * chunk;
+  const Index r0 = blockIdx.x * Index(kScanRowsPerThread) * blockDim.x;
   for (Index j = blockIdx.y; j < n; j += gridDim.y) {
     const S* col = A + j * lda;
+    S* out = dst ? dst + j * ldd : nullptr;
     std::uint32_t last = 0;  // 1 + last nonzero row seen, capped
     bool bad = false;
+    auto visit = [&](Index r, S x) {
+      bad |= !isfinite(x);
+      if (x != S(0)) last = static_cast<std::uint32_t>(r + 1 < Index(cap) ? r + 1 : Index(cap));
+    };
 #pragma unroll
-    for (int k = 0; k < kScanRowsPerThread; ++k) {
-      const Index r = r0 + threadIdx.x + Index(k) * blockDim.x;
-      if (r < m) {
-        const S x = col[r];
-        bad |= !isfinite(x);
-        if (x != S(0)) last = static_cast<std::uint32_t>(r + 1 < Index(cap) ? r + 1 : Index(cap));
+    for (int k = 0; k < kScanRowsPerThread / W; ++k) {
+      const Index r = r0 + (threadIdx.x + Index(k) * blockDim.x) * W;  // rows grow with k
+      if (kVec && r + W <= m) {
+        const V v = *reinterpret_cast<const V*>(col + r);
+        if (out) *reinterpret_cast<V*>(out + r) = v;
+        const S* x = reinterpret_cast<const S*>(&v);
+#pragma unroll
+        for (int i = 0; i < W; ++i) visit(r + i, x[i]);
+      } else {
+        for (Index i = r; i < r + W && i < m; ++i) {
+          const S x = col[i];
+          if (out) out[i] = x;
+          visit(i, x);
+        }
       }
     }
     last = warpMax(last);
@@ -126,6 +140,32 @@ __global__ void scanColumnsKernel(const S* __restrict__ A, Index lda, Index m, I
       if (threadIdx.x == 0 && v > *(volatile std::uint32_t*)(lastRow + j)) atomicMax(lastRow + j, v);
     }
     __syncthreads();  // sLast is rewritten for the next column
+  }
+}
+
+// C = alpha sum_b P_b + beta C for `batch` contiguous p x c partial products P_b (split-K GEMM). Block x sums 32
+// consecutive entries of the p*c outputs: lane l takes entry l, the 8 warps split the batches (coalesced 128-byte
+// rows of P), then one shared-memory reduction.
+template <typename S>
+__global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P, Index batch, Index p, Index pc,
+                                                        S alpha, S beta, S* C, Index ldc) {
+  __shared__ S part[8][33];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const Index o = blockIdx.x * Index(32) + lane;
+  S acc = S(0);
+  if (o < pc) {
+#pragma unroll 4
+    for (Index b = warp; b < batch; b += 8) acc += P[b * pc + o];
+  }
+  part[warp][lane] = acc;
+  __syncthreads();
+  if (warp == 0 && o < pc) {
+    S sum = S(0);
+#pragma unroll
+    for (int w = 0; w < 8; ++w) sum += part[w][lane];
+    const Index j = o / p, i = o - j * p;
+    S* c = C + i + j * ldc;
+    *c = beta == S(0) ? alpha * sum : alpha * sum + beta * *c;
   }
 }
 
@@ -211,7 +251,7 @@ void launchFlagNonFinite(const S* A, Index lda, Index m, Index n, int* flag, cud
 
 template <typename S>
 void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t cap, std::uint32_t* lastRow,
-                       int* notFinite, cudaStream_t stream) {
+                       int* notFinite, cudaStream_t stream, S* dst, Index ldd) {
   if (n <= 0) return;
   TCQR_CHECK(cudaMemsetAsync(lastRow, 0, sizeof(std::uint32_t) * n, stream));
   if (m <= 0) return;
@@ -219,8 +259,23 @@ void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t ca
   if (chunks > 0x7fffffff)
     detail::throwError(ErrorSource::Kernel, 0, "too many rows", "launchScanColumns", __FILE__, __LINE__);
   const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(std::min<Index>(n, 65535)));
-  scanColumnsKernel<S><<<grid, kThreads, 0, stream>>>(A, lda, m, n, cap, lastRow, notFinite);
+  auto aligned = [](const void* p, Index ld) {
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && (ld * Index(sizeof(S))) % 16 == 0;
+  };
+  if (aligned(A, lda) && (!dst || aligned(dst, ldd)))
+    scanColumnsKernel<S, true><<<grid, kThreads, 0, stream>>>(A, lda, m, n, cap, lastRow, notFinite, dst, ldd);
+  else
+    scanColumnsKernel<S, false><<<grid, kThreads, 0, stream>>>(A, lda, m, n, cap, lastRow, notFinite, dst, ldd);
   TCQR_CHECK_LAUNCH("scanColumnsKernel");
+}
+
+template <typename S>
+void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta, S* C, Index ldc,
+                      cudaStream_t stream) {
+  if (p <= 0 || c <= 0) return;
+  const Index pc = p * c;
+  addBatchesKernel<S><<<static_cast<unsigned>((pc + 31) / 32), 256, 0, stream>>>(P, batch, p, pc, alpha, beta, C, ldc);
+  TCQR_CHECK_LAUNCH("addBatchesKernel");
 }
 
 template <typename S>
@@ -241,7 +296,8 @@ void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k,
   template void launchSetIdentity<S>(S*, Index, Index, Index, cudaStream_t);                           \
   template void launchFlagNonFinite<S>(const S*, Index, Index, Index, int*, cudaStream_t);             \
   template void launchScanColumns<S>(const S*, Index, Index, Index, std::uint32_t, std::uint32_t*, int*,  \
-                                     cudaStream_t);                                                     \
+                                     cudaStream_t, S*, Index);                                          \
+  template void launchAddBatches<S>(const S*, Index, Index, Index, S, S, S*, Index, cudaStream_t);         \
   template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);
 TCQR_INSTANTIATE(float)
 TCQR_INSTANTIATE(double)

@@ -3,6 +3,7 @@
 // shuffle, and ReconstructWY (Ballard et al.) as a signed LU plus one pass over the rows of the explicit Q.
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 
 #include "../src/CudaCheck.hpp"
 #include "../src/Tunables.hpp"
@@ -167,7 +168,8 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
                                                                  Index tiles, S* __restrict__ tau,
                                                                  S* __restrict__ Rout, Index ldr,
                                                                  const S* __restrict__ src, Index lds,
-                                                                 int* notFinite, bool storeAll) {
+                                                                 int* notFinite, bool storeAll,
+                                                                 std::uint32_t* lastRow, std::uint32_t cap) {
   __shared__ S sv[2][TR];
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
@@ -192,6 +194,21 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
     }
   }
   if (notFinite && !__all_sync(0xffffffffu, finite) && lane == 0) *notFinite = 1;
+  if (lastRow) {  // 1 + the last nonzero row of each column, capped (launchScanColumns' record, for free here)
+#pragma unroll
+    for (int q = 0; q < kColsPerWarp; ++q) {
+      const int c = warp + kTileWarps * q;
+      std::uint32_t last = 0;
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) {
+        const Index row = r0 + lane + 32 * k + 1;  // rows grow with k: the last hit is the lane's largest
+        if (x[q][k] != S(0)) last = static_cast<std::uint32_t>(row < Index(cap) ? row : Index(cap));
+      }
+      for (int o = 16; o > 0; o >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
+      // Read first: once a column's value reaches the cap (after the first tiles) no block issues the atomic.
+      if (lane == 0 && c < n && last > *(volatile std::uint32_t*)(lastRow + c)) atomicMax(lastRow + c, last);
+    }
+  }
 
   // Look-ahead by one column: in step j every warp applies reflector j to its columns, and the warp owning column
   // j + 1 then builds reflector j + 1 at once, so one barrier per step separates publishing a reflector from its use
@@ -545,16 +562,17 @@ void checkTileShape(Index m, Index n, Index tiles, const char* who) {
 
 template <typename S>
 void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream,
-                      const S* src, Index lds, int* notFinite, bool storeAll) {
+                      const S* src, Index lds, int* notFinite, bool storeAll, std::uint32_t* lastRow,
+                      std::uint32_t cap) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrTileQR");
   const unsigned grid = static_cast<unsigned>(tiles);
   if (manyTiles(tiles))
     tsqrTileQRKernel<S, 8><<<grid, 8 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr, src,
-                                                         lds, notFinite, storeAll || !src);
+                                                         lds, notFinite, storeAll || !src, lastRow, cap);
   else
     tsqrTileQRKernel<S, 32><<<grid, 32 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr,
-                                                           src, lds, notFinite, storeAll || !src);
+                                                           src, lds, notFinite, storeAll || !src, lastRow, cap);
   TCQR_CHECK_LAUNCH("tsqrTileQRKernel");
 }
 
@@ -606,7 +624,7 @@ void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, I
 
 #define TCQR_INSTANTIATE(S)                                                                                        \
   template void launchTsqrTileQR<S>(S*, Index, Index, Index, Index, S*, S*, Index, cudaStream_t, const S*, Index,  \
-                                    int*, bool);                                                                   \
+                                    int*, bool, std::uint32_t*, std::uint32_t);                                                                   \
   template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t, S*, \
                                         Index, Index);                                                             \
   template void launchTsqrApplyQReconstructWY<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index,   \

@@ -17,7 +17,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdint>
 #include <vector>
 
 #include "Tsqr.hpp"
@@ -40,28 +39,6 @@ inline bool useTsqr(PanelKind panel, Index m, Index n) {
   if (!tsqrApplicable(m, n)) return false;
   return panel == PanelKind::Tsqr || (panel == PanelKind::Hybrid && m >= kTsqrAutoMinRows);
 }
-
-/// Columns whose Householder reflector is the identity for a structural reason, found from the input alone.
-/// Householder QR (LAPACK, Eigen) stores tau = 0 for column j when the tail below the diagonal of the updated column
-/// is exactly zero. That happens, whatever the values, when
-///   - column j is zero (updates keep a zero column zero), or
-///   - A(j+1 : m, 0 : j) = 0: the earlier reflectors only touch rows up to j, so the tail of column j stays zero
-///     (upper triangular and block upper triangular inputs, identity blocks, [B C; 0 0]).
-/// ReconstructWY cannot give tau = 0 (it always yields a reflection), so a leaf panel holding such a column is
-/// factored by geqrfPanel instead (factorRecursive). `lastRow[j]` is 1 + the index of the last nonzero row of column
-/// j, 0 for a zero column; values may be capped at any c > n (see exactIdentityCap): only whether they exceed j + 1
-/// matters. Exact zeros that arise from cancellation are not predictable from the input and are not detected.
-inline std::vector<char> identityReflectorColumns(const std::uint32_t* lastRow, Index n) {
-  std::vector<char> mask(static_cast<size_t>(n), 0);
-  std::uint32_t reach = 0;  // max over i <= j of lastRow[i]: rows below `reach` are zero in columns 0..j
-  for (Index j = 0; j < n; ++j) {
-    reach = std::max(reach, lastRow[j]);
-    mask[static_cast<size_t>(j)] = lastRow[j] == 0 || reach <= static_cast<std::uint32_t>(j + 1);
-  }
-  return mask;
-}
-/// The cap of the lastRow values identityReflectorColumns needs for an m x n matrix: min(m, n) + 1.
-inline std::uint32_t exactIdentityCap(Index m, Index n) { return static_cast<std::uint32_t>(std::min(m, n) + 1); }
 
 inline bool anySet(const char* mask, Index n) {
   return mask != nullptr && std::any_of(mask, mask + n, [](char c) { return c != 0; });

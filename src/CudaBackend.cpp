@@ -116,16 +116,10 @@ class CudaQRState final : public QRState<S> {
     // Without a user stream the work runs on the object's non-blocking stream: order it after everything already
     // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
     if (!userStream) m_ctx.orderAfterLegacyStream();
-    if (rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols)) {
-      // The whole factorization is one TSQR panel: its level 0 reads dA directly, which saves the device-to-device
-      // copy (one of the passes over a tall-skinny A); dA is copied only if the scan sends the panel to geqrf.
-      runFactor(View<S>(const_cast<S*>(dA), rows, cols, ld));
-      return;
-    }
-    if (rows * cols > 0)
-      TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, dA, sizeof(S) * ld, sizeof(S) * rows, cols,
-                                   cudaMemcpyDeviceToDevice, stream()));
-    runFactor();
+    // When the whole factorization is one TSQR panel, its level 0 reads dA directly, which saves the device-to-device
+    // copy (one of the few passes over a tall-skinny A); otherwise dA is copied into the object's storage.
+    runFactor(View<S>(const_cast<S*>(dA), rows, cols, ld),
+              rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols));
   }
 
   Index rows() const noexcept override { return m_rows; }
@@ -248,7 +242,7 @@ class CudaQRState final : public QRState<S> {
     const Precision mode = factorization ? resolvedPrecision() : (std::is_same<S, double>::value ? Precision::FP64
                                                                                                     : Precision::FP32);
     CudaOps<S> ops{};
-    m_ctx.fillOps(ops);
+    m_ctx.fillOps(ops, factorization);
     ops.work = &m_work;
     ops.hostWork = &m_hostWork;
     ops.dInfo = m_flags.get() + 1;
@@ -312,45 +306,63 @@ class CudaQRState final : public QRState<S> {
     m_cols = cols;
   }
 
-  // Scans the input (m_rows x m_cols, at `in`) for NaN/Inf (into m_flags[0]) and for the columns whose reflector
-  // must be the identity (identityReflectorColumns), and returns the latter. The recursion chooses its leaf panels
-  // on the host, so this waits for the scan (and for whatever was queued on the stream before it).
-  std::vector<char> scanIdentityColumns(View<S> in) {
+  // The columns whose reflector must be the identity (identityReflectorColumns) from the last-nonzero-row record in
+  // m_lastRow. The recursion chooses its leaf panels on the host, so this waits for the record (and for whatever was
+  // queued on the stream before it).
+  std::vector<char> fetchIdentityColumns() {
     const Index k = std::min(m_rows, m_cols);
-    kernels::launchScanColumns<S>(in.p, in.ld, m_rows, m_cols, exactIdentityCap(m_rows, m_cols), m_lastRow.get(),
-                                  m_flags.get(), stream());
     TCQR_CHECK(cudaMemcpyAsync(m_hostLastRow.get(), m_lastRow.get(), sizeof(std::uint32_t) * k, cudaMemcpyDeviceToHost,
                                stream()));
     synchronize();
     return identityReflectorColumns(m_hostLastRow.get(), k);
   }
 
-  // Factors the matrix in m_a, or, with `src`, the single TSQR panel read straight from src (factorDevice).
-  void runFactor(View<S> src = View<S>()) {
+  // Factors the matrix in m_a, or the device matrix `src` (factorDevice): with srcPanel the single TSQR panel read
+  // straight from src, otherwise src is first copied into m_a. Every path flags NaN/Inf in m_flags[0] while reading
+  // its input, and where a TSQR leaf may run it records the last nonzero row of each column in the same pass.
+  void runFactor(View<S> src = View<S>(), bool srcPanel = false) {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     CudaOps<S> ops = makeOps(true);
     const Index k = std::min(m_rows, m_cols);
+    const std::uint32_t cap = exactIdentityCap(m_rows, m_cols);
     std::vector<char> identity;
-    if (src.p || anyTsqrLeaf(panelKind(), m_rows, k, nb()))
-      identity = scanIdentityColumns(src.p ? src : viewA());
-    else
-      kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
-    if (src.p && !anySet(identity.data(), k)) {
-      tsqrPanel(ops, viewA(), m_tau.get(), viewW(), m_scratch.get(), src);
+    if (srcPanel) {
+      TCQR_CHECK(cudaMemsetAsync(m_lastRow.get(), 0, sizeof(std::uint32_t) * k, stream()));
+      const TsqrTree<S> t = tsqrTree(ops, viewA(), m_scratch.get(), src, m_flags.get(), true, m_lastRow.get());
+      identity = fetchIdentityColumns();
+      if (!anySet(identity.data(), k)) {
+        tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), viewW());
+        finishFactor(ops);
+        return;
+      }
+      // The panel holds such a column and goes to geqrf: copy the input (NaN/Inf are flagged already).
+      TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * m_rows, src.p, sizeof(S) * src.ld, sizeof(S) * m_rows,
+                                   m_cols, cudaMemcpyDeviceToDevice, stream()));
+    } else if (anyTsqrLeaf(panelKind(), m_rows, k, nb())) {
+      const View<S> in = src.p ? src : viewA();
+      kernels::launchScanColumns<S>(in.p, in.ld, m_rows, m_cols, cap, m_lastRow.get(), m_flags.get(), stream(),
+                                    src.p ? m_a.get() : nullptr, m_rows);
+      identity = fetchIdentityColumns();
     } else {
-      if (src.p)
+      if (src.p && m_rows * m_cols > 0)
         TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * m_rows, src.p, sizeof(S) * src.ld, sizeof(S) * m_rows,
                                      m_cols, cudaMemcpyDeviceToDevice, stream()));
-      // FP16: power-of-two column scaling against overflow (see factor()).
-      S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
-      factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale,
-             identity.empty() ? nullptr : identity.data());
+      kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
     }
+    // FP16: power-of-two column scaling against overflow (see factor()).
+    S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
+    factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale,
+           identity.empty() ? nullptr : identity.data());
+    finishFactor(ops);
+  }
+
+  void finishFactor(const CudaOps<S>& ops) {
     TCQR_CHECK(cudaMemcpyAsync(m_hostFlags.get(), m_flags.get(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream()));
     if (ops.trace) {
       char title[128];
       std::snprintf(title, sizeof(title), "TensorCoreHouseholderQR<%s> %lld x %lld, %s",
-                    sizeof(S) == 4 ? "float" : "double", static_cast<long long>(m_rows), static_cast<long long>(m_cols), precisionName(ops.mode));
+                    sizeof(S) == 4 ? "float" : "double", static_cast<long long>(m_rows),
+                    static_cast<long long>(m_cols), precisionName(ops.mode));
       m_ctx.reportTrace(title);
     }
   }
@@ -361,7 +373,7 @@ class CudaQRState final : public QRState<S> {
   mutable ConversionWork m_conversion;
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
-  DeviceBuffer<std::uint32_t> m_lastRow;  // scanIdentityColumns
+  DeviceBuffer<std::uint32_t> m_lastRow;  // the input's last nonzero rows (runFactor)
   PinnedBuffer<S> m_stage;
   PinnedBuffer<int> m_hostFlags;
   PinnedBuffer<std::uint32_t> m_hostLastRow;

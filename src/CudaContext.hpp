@@ -127,15 +127,16 @@ class CudaContext {
   }
 
   /// Sets the fields of `ops` that come from the context (handles and stream); the caller sets the workspaces, the
-  /// info pointer and the mode.
+  /// info pointer and the mode. `traced`: the ops' calls are recorded for the next reportTrace (TCQR_TRACE=1); only
+  /// a computation that reports (a factorization) should pass true, or its records would land in the next report.
   template <typename S>
-  void fillOps(CudaOps<S>& ops) const {
+  void fillOps(CudaOps<S>& ops, bool traced = true) const {
     ops.blas = m_blas;
     ops.solver = m_solver;
     ops.params = m_params;
     ops.stream = stream();
-    if (OpTrace::enabled() && !m_trace) m_trace.reset(new OpTrace());
-    ops.trace = m_trace.get();
+    if (traced && OpTrace::enabled() && !m_trace) m_trace.reset(new OpTrace());
+    ops.trace = traced ? m_trace.get() : nullptr;
   }
 
   /// With TCQR_TRACE=1: waits for the computation just queued and prints its per-operation GPU times (OpTrace.hpp).

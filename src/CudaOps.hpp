@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "tcqr/Backend.h"
@@ -92,6 +93,12 @@ struct Blas;
                      S alpha, const S* A, Index lda, const S* B, Index ldb, S beta, S* C, Index ldc) {            \
       TCQR_CHECK(cublas##P##gemm_64(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc));                  \
     }                                                                                                              \
+    static void gemmStridedBatchedTN(cublasHandle_t h, Index m, Index n, Index k, const S* A, Index lda, Index sa, \
+                                     const S* B, Index ldb, Index sb, S* C, Index ldc, Index sc, Index batch) {    \
+      const S one = 1, zero = 0;                                                                                   \
+      TCQR_CHECK(cublas##P##gemmStridedBatched_64(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, lda, sa, B, ldb,  \
+                                                  sb, &zero, C, ldc, sc, batch));                                  \
+    }                                                                                                              \
     static void trmmRightUpper(cublasHandle_t h, Index m, Index n, const S* T, Index ldt, S* B, Index ldb) {      \
       const S one = 1;                                                                                             \
       TCQR_CHECK(cublas##P##trmm_64(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,                    \
@@ -132,11 +139,24 @@ inline Index conversionElementBytes(Precision mode) {
     default: return 0;
   }
 }
+/// Split-K for C = A^T B with a small C and a long inner dimension in FP32 (CudaOps::gemmSplitK): cuBLAS's SGEMM picks
+/// kernels that stream A and B at 0.6-0.9 TB/s for these shapes; strided-batched GEMMs over chunks of kSplitKChunk
+/// rows plus a reduction reach 1.3 TB/s (bench/skinny_gemm_bench, H100, bench/results/h100-skinny-gemm.csv; for
+/// double cuBLAS is already at 2.4-2.9 TB/s and the split gains little, so it is float only). Below about 2^20
+/// inner rows the split loses.
+constexpr Index kSplitKChunk = 8192, kSplitKMinInner = Index(1) << 20, kSplitKMaxOut = 64;
+/// Workspace (bytes) of the split-K partials for inner dimensions up to m.
+inline Index splitKBytes(Index m) {
+  return m < kSplitKMinInner ? 0 : Index(sizeof(float)) * (m / kSplitKChunk) * kSplitKMaxOut * kSplitKMaxOut + 256;
+}
+
 /// Conversion workspace for factor() of an m x n matrix: the largest pair of GEMM operands in the recursion and the
-/// WY applications is bounded by (m + 8) x (n + min(m, n)) elements (W^T A2 reads W, m x n1, and A2, m x n2).
+/// WY applications is bounded by (m + 8) x (n + min(m, n)) elements (W^T A2 reads W, m x n1, and A2, m x n2). In
+/// FP32 the same buffer holds the split-K partials.
 inline Index conversionBytes(Precision mode, Index m, Index n) {
   const Index e = conversionElementBytes(mode);
-  return e == 0 ? 0 : e * (m + 8) * (n + std::min(m, n) + 16) + 256;
+  if (e == 0) return mode == Precision::FP32 ? splitKBytes(m) : 0;
+  return e * (m + 8) * (n + std::min(m, n) + 16) + 256;
 }
 
 template <typename S>
@@ -204,10 +224,30 @@ struct CudaOps {
     }
     const auto t = traced(gemmLabel(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default) {
-      Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
+      if (!gemmSplitK(ta, tb, alpha, A, B, beta, C, k))
+        Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
       return;
     }
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
+  }
+  /// C = alpha A^T B + beta C as strided-batched products over chunks of kSplitKChunk rows and a reduction, where that
+  /// is faster than cuBLAS's own choice (float, C at most 64 x 64, at least 2^20 rows; see kSplitKChunk). Returns
+  /// false (nothing done) elsewhere. The partials live in the conversion workspace, unused by FP32 products.
+  bool gemmSplitK(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C, Index k) {
+    if (!std::is_same<S, float>::value || ta != Op::T || tb != Op::N || conversion == nullptr ||
+        k < kSplitKMinInner || C.rows > kSplitKMaxOut || C.cols > kSplitKMaxOut)
+      return false;
+    const Index batch = k / kSplitKChunk, rest = k - batch * kSplitKChunk;
+    S* P = reinterpret_cast<S*>(conversion->reserve(Index(sizeof(S)) * batch * C.rows * C.cols, stream));
+    Blas<S>::gemmStridedBatchedTN(blas, C.rows, C.cols, kSplitKChunk, A.p, A.ld, kSplitKChunk, B.p, B.ld,
+                                  kSplitKChunk, P, C.rows, C.rows * C.cols, batch);
+    if (rest > 0) {  // the last rows first, into C with beta; the partials are then added
+      Blas<S>::gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, C.cols, rest, alpha, A.p + batch * kSplitKChunk, A.ld,
+                    B.p + batch * kSplitKChunk, B.ld, beta, C.p, C.ld);
+      beta = S(1);
+    }
+    kernels::launchAddBatches<S>(P, batch, C.rows, C.cols, alpha, beta, C.p, C.ld, stream);
+    return true;
   }
   /// C = alpha op(A) op(B) + beta C in the storage precision, whatever the mode (small products inside a panel).
   void gemmExact(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
@@ -297,10 +337,10 @@ struct CudaOps {
     kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, Rout.p, Rout.ld, stream);
   }
   void tsqrTileQRFrom(View<S> src, View<S> X, Index tiles, S* tau, View<S> Rout, int* notFinite,
-                      bool storeAll = true) {
+                      bool storeAll = true, std::uint32_t* lastRow = nullptr) {
     const auto t = traced("tsqr tile QR (level 0)");
     kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, Rout.p, Rout.ld, stream, src.p, src.ld,
-                                 notFinite, storeAll);
+                                 notFinite, storeAll, lastRow, exactIdentityCap(X.rows, X.cols));
   }
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
     const auto t = traced("tsqr apply Q");

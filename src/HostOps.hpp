@@ -239,9 +239,17 @@ struct HostOps {
   }
   // Stores every tile even when storeAll is false (which only allows leaving tiles > 0 unwritten).
   void tsqrTileQRFrom(View<S> src, View<S> X, Index tiles, S* tau, View<S> Rout, int* notFinite,
-                      bool /*storeAll*/ = true) {
+                      bool /*storeAll*/ = true, std::uint32_t* lastRow = nullptr) {
     map(X) = map(src);
     if (notFinite && !map(X).allFinite()) *notFinite = 1;
+    if (lastRow) {
+      const std::uint32_t cap = exactIdentityCap(X.rows, X.cols);
+      for (Index j = 0; j < X.cols; ++j) {
+        Index r = X.rows;
+        while (r > 0 && X.p[(r - 1) + j * X.ld] == S(0)) --r;
+        lastRow[j] = std::max(lastRow[j], static_cast<std::uint32_t>(std::min<Index>(r, cap)));
+      }
+    }
     tsqrTileQR(X, tiles, tau, Rout);
   }
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {

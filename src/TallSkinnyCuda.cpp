@@ -86,15 +86,9 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
     if (!userStream) m_ctx.orderAfterLegacyStream();
     // The TSQR paths read dA in their first kernel (which also flags NaN/Inf); only the recursive path needs the
-    // copy. Either way dA must stay unchanged until the computation has run on the stream.
-    if (tallSkinnyPath(rows, cols, what) != TallSkinnyPath::Recursive) {
-      run(View<S>(const_cast<S*>(dA), rows, cols, ld));
-      return;
-    }
-    if (rows * cols > 0)
-      TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, dA, sizeof(S) * ld, sizeof(S) * rows, cols,
-                                   cudaMemcpyDeviceToDevice, stream()));
-    run();
+    // copy, which its input scan makes in the same pass. Either way dA must stay unchanged until the computation has
+    // run on the stream.
+    run(View<S>(const_cast<S*>(dA), rows, cols, ld), tallSkinnyPath(rows, cols, what) == TallSkinnyPath::Recursive);
   }
 
   Index rows() const noexcept override { return m_rows; }
@@ -200,8 +194,9 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     m_what = what | 0x1u;
   }
 
-  // Factors m_a, or src when given (a TSQR path: the tile kernel reads it and flags NaN/Inf; m_a is then output only).
-  void run(View<S> src = View<S>()) {
+  // Factors m_a, or src when given (a TSQR path: the tile kernel reads it and flags NaN/Inf; m_a is then output only),
+  // or with copySrc (the Recursive path) a copy of src made by the input scan.
+  void run(View<S> src = View<S>(), bool copySrc = false) {
     const Index m = m_rows, n = m_cols;
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     // Where tau is computed (every path but the tree), the columns whose reflector must be the identity decide which
@@ -210,7 +205,8 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     if (tallSkinnyPath(m, n, m_what) != TallSkinnyPath::Tree && n > 0) {
       const View<S> in = src.p ? src : View<S>(m_a.get(), m, n, m);
       kernels::launchScanColumns<S>(in.p, in.ld, m, n, exactIdentityCap(m, n), m_lastRow.get(), m_flags.get(),
-                                    stream());
+                                    stream(), copySrc ? m_a.get() : nullptr, m);
+      if (copySrc) src = View<S>();
       TCQR_CHECK(cudaMemcpyAsync(m_hostLastRow.get(), m_lastRow.get(), sizeof(std::uint32_t) * n,
                                  cudaMemcpyDeviceToHost, stream()));
       synchronize();

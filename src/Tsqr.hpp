@@ -12,12 +12,36 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "Tunables.hpp"
 #include "View.hpp"
 
 namespace tcqr {
 namespace detail {
+
+/// Columns whose Householder reflector is the identity for a structural reason, found from the input alone.
+/// Householder QR (LAPACK, Eigen) stores tau = 0 for column j when the tail below the diagonal of the updated column
+/// is exactly zero. That happens, whatever the values, when
+///   - column j is zero (updates keep a zero column zero), or
+///   - A(j+1 : m, 0 : j) = 0: the earlier reflectors only touch rows up to j, so the tail of column j stays zero
+///     (upper triangular and block upper triangular inputs, identity blocks, [B C; 0 0]).
+/// ReconstructWY cannot give tau = 0 (it always yields a reflection), so a leaf panel holding such a column is
+/// factored by geqrfPanel instead (factorRecursive). `lastRow[j]` is 1 + the index of the last nonzero row of column
+/// j, 0 for a zero column; values may be capped at any c > n (see exactIdentityCap): only whether they exceed j + 1
+/// matters. Exact zeros that arise from cancellation are not predictable from the input and are not detected.
+inline std::vector<char> identityReflectorColumns(const std::uint32_t* lastRow, Index n) {
+  std::vector<char> mask(static_cast<size_t>(n), 0);
+  std::uint32_t reach = 0;  // max over i <= j of lastRow[i]: rows below `reach` are zero in columns 0..j
+  for (Index j = 0; j < n; ++j) {
+    reach = std::max(reach, lastRow[j]);
+    mask[static_cast<size_t>(j)] = lastRow[j] == 0 || reach <= static_cast<std::uint32_t>(j + 1);
+  }
+  return mask;
+}
+/// The cap of the lastRow values identityReflectorColumns needs for an m x n matrix: min(m, n) + 1.
+inline std::uint32_t exactIdentityCap(Index m, Index n) { return static_cast<std::uint32_t>(std::min(m, n) + 1); }
 
 inline Index tsqrTileCount(Index m) { return (m + kTsqrTileRows - 1) / kTsqrTileRows; }
 
@@ -62,9 +86,11 @@ struct TsqrTree {
 /// matrix from src instead of A, so a caller need not copy it into A first, and `*notFinite` is set to 1 when src
 /// holds a NaN or an infinity (it is left unchanged otherwise). With `src` and keepLevel0 = false only tile 0 of level
 /// 0 is stored into A (all tsqrTopBlockQ needs): for R alone the matrix is then read once and nothing is written.
+/// With `src` and `lastRow` (n entries, zero on entry), level 0 also records the last nonzero row of every column of
+/// src, capped at exactIdentityCap (what identityReflectorColumns reads), at no extra pass over the matrix.
 template <class Ops, typename S>
 TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr,
-                     bool keepLevel0 = true) {
+                     bool keepLevel0 = true, std::uint32_t* lastRow = nullptr) {
   const Index n = A.cols;
   TsqrTree<S> t;
   S* p = scratch;
@@ -87,7 +113,7 @@ TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), i
       p += tiles * n * n;
     }
     if (fromSrc)
-      ops.tsqrTileQRFrom(src, X, tiles, tauL, Rout, notFinite, keepLevel0);
+      ops.tsqrTileQRFrom(src, X, tiles, tauL, Rout, notFinite, keepLevel0, lastRow);
     else
       ops.tsqrTileQR(X, tiles, tauL, Rout);
     if (tiles == 1) break;
@@ -132,9 +158,19 @@ void tsqrTopBlockQ(Ops& ops, const TsqrTree<S>& t, View<S> C, S* tiles, View<S> 
 /// geqrfPanel + formPanelW produce: the packed factor in Eigen/LAPACK layout, the coefficients, and W = Y T.
 /// With `src`, A's contents on entry are ignored: the matrix is read from src (see tsqrTree).
 template <class Ops, typename S>
+void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W);
+
+template <class Ops, typename S>
 void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr) {
-  const Index n = A.cols;
   const TsqrTree<S> t = tsqrTree(ops, A, scratch, src, notFinite);  // 1. the tree
+  tsqrPanelFromTree(ops, t, A, tau, W);
+}
+
+/// Stages 2 and 3 of tsqrPanel, after its tree `t` of the panel A (a caller may inspect the tree's level-0 scan before
+/// deciding to go on; the scratch after t.end is used).
+template <class Ops, typename S>
+void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W) {
+  const Index n = A.cols;
   S* p = t.end;
 
   View<S> C(p, n, n, n);  // 2. explicit Q, from the top level down to level 1

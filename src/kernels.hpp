@@ -25,10 +25,17 @@ void launchFlagNonFinite(const S* A, Index lda, Index m, Index n, int* flag, cud
 
 /// For each column j of A (m x n): lastRow[j] = min(1 + the index of its last nonzero row, cap), 0 for a zero column
 /// (what detail::identityReflectorColumns reads), and *notFinite = 1 if any entry is NaN or infinite (left unchanged
-/// otherwise; may be null). Clears lastRow (n entries) itself.
+/// otherwise; may be null). Clears lastRow (n entries) itself. With `dst` non-null A is also copied to dst (ldd) in
+/// the same pass.
 template <typename S>
 void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t cap, std::uint32_t* lastRow,
-                       int* notFinite, cudaStream_t stream);
+                       int* notFinite, cudaStream_t stream, S* dst = nullptr, Index ldd = 0);
+
+/// C (p x c, ldc) = alpha sum_{b < batch} P_b + beta C, where P_b (p x c, contiguous) starts at P + b p c: the
+/// reduction of a split-K GEMM. With beta = 0, C is not read.
+template <typename S>
+void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta, S* C, Index ldc,
+                      cudaStream_t stream);
 
 /// Upper triangular T (k x k) of the compact WY form from S = Y^T Y and tau (LAPACK larft, forward, columnwise):
 /// T(i,i) = tau_i, T(0:i,i) = -tau_i T(0:i,0:i) S(0:i,i). Zeroes T below its diagonal.
@@ -51,9 +58,12 @@ namespace kernels {
 /// With `src` non-null the tiles are read from src (leading dimension lds) instead of X, X only receives the result,
 /// and *notFinite is set to 1 if any entry read is NaN or infinite (left unchanged otherwise; may be null).
 /// With storeAll = false only tile 0's reflectors are written to X (R and tau of every tile still are).
+/// With `lastRow` non-null (n entries) lastRow[j] is raised to min(1 + the last nonzero row of column j, cap), as
+/// launchScanColumns records it.
 template <typename S>
 void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream,
-                      const S* src = nullptr, Index lds = 0, int* notFinite = nullptr, bool storeAll = true);
+                      const S* src = nullptr, Index lds = 0, int* notFinite = nullptr, bool storeAll = true,
+                      std::uint32_t* lastRow = nullptr, std::uint32_t cap = 0);
 
 /// The transpose step of a level: each tile of X (holding reflectors from launchTsqrTileQR) is overwritten with
 /// H_0 ... H_{n-1} [C_t; 0], where C_t are rows [t*n, t*n + n) of C (ldc). The result is this level's explicit Q.

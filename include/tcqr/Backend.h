@@ -23,11 +23,12 @@ enum class Backend { Auto, Host, Cuda };
 
 /// \brief The panel factorization at the leaves of the recursive QR.
 ///
-/// - Auto: the backend's measured default: on the GPU, Tsqr for panels of at least 4096 rows and Geqrf below; on
-///   the host, Geqrf (see docs/DESIGN.md).
+/// - Auto: the backend's measured default: on the GPU, Tsqr wherever it applies; on the host, Geqrf (see
+///   docs/DESIGN.md).
 /// - Geqrf: Householder QR of the panel (cuSOLVER geqrf on the GPU, Eigen's reflectors on the host), then W = Y T.
 /// - Tsqr: tall-skinny QR tree with 256-row tiles, explicit Q, and ReconstructWY (panels of at most 32 columns;
-///   wider requests fall back to Geqrf).
+///   wider requests fall back to Geqrf, and so do square panels and panels holding a column whose reflector must be
+///   the identity, such as a zero column, so that hCoeffs() has Eigen's tau = 0 there).
 enum class Panel { Auto, Geqrf, Tsqr };
 
 /// \brief Arithmetic of the matrix products inside a factorization (the GEMMs of the recursion: the trailing updates

@@ -1,7 +1,7 @@
 // test_householder_qr_gpu.cpp - TensorCoreHouseholderQR on Backend::Cuda: the shared accuracy suite of
-// tests/common/QRChecks.h, large problems (4096^2, 100000 x 300, 20000 x 1000, and one with more than 2^31 entries),
-// agreement with the Host backend, the device-resident entry point computeOnDevice() on a user stream, the device
-// views of the result, out-of-memory recovery, and Backend::Auto's choice of the device.
+// tests/common/QRChecks.h, large problems (4096^2, 100000 x 300, 20000 x 1000, 1100000 x 96, and one with more than
+// 2^31 entries), agreement with the Host backend, the device-resident entry point computeOnDevice() on a user stream,
+// the device views of the result, out-of-memory recovery, and Backend::Auto's choice of the device.
 //
 // Exits with 77 (CTest: SKIP_RETURN_CODE, reported as skipped) when no CUDA device is usable.
 // This test may use the CUDA runtime directly; the library's public headers never include it.
@@ -123,8 +123,10 @@ TEST_SUITE("gpu") {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
     Eigen::initParallel();
+    // 1100000 x 96: the trailing updates' A^T B products have more than 2^20 rows and at most 64 x 64 outputs, which
+    // float runs as a split-K GEMM (CudaOps::gemmSplitK) with a remainder that is not a whole chunk.
     for (auto mn : {std::pair<Index, Index>{4096, 4096}, std::pair<Index, Index>{100000, 300},
-                    std::pair<Index, Index>{20000, 1000}}) {
+                    std::pair<Index, Index>{20000, 1000}, std::pair<Index, Index>{1100000, 96}}) {
       const Index m = mn.first, n = mn.second;
       INFO(m << " x " << n);
       const M A = tcqr_test::uniformMatrix<T>(m, n);
