@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -133,6 +134,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     ops.work = &m_work;
     ops.hostWork = &m_hostWork;
     ops.dInfo = m_flags.get() + 1;
+    ops.conversion = &m_conversion;  // (default mode: only the float split-K partials, CudaOps::gemmSplitK)
     m_ctx.fillSideLane(ops);  // the recursive path's look-ahead (factorRecursive)
     return ops;
   }
@@ -165,6 +167,11 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     m_what = 0;
     try {
       for (int i = 0; i < 7; ++i) bufs[i]->reserve(need[i]);
+      const Index splitK = std::is_same<S, float>::value ? splitKBytes(rows) : 0;
+      if (splitK > m_conversion.buffer.capacity()) {
+        synchronize();
+        m_conversion.buffer.reserve(splitK);
+      }
       if (n > m_lastRow.capacity()) {
         synchronize();  // (the pinned copy may still be the target of a queued transfer)
         m_lastRow.reserve(n);
@@ -187,6 +194,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
       for (DeviceBuffer<S>* b : bufs) b->release();
       m_work.release();
       m_lastRow.release();
+      m_conversion.buffer.release();
       throw;
     }
     m_rows = rows;
@@ -241,6 +249,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   CudaContext m_ctx;
   DeviceBuffer<S> m_a, m_w, m_q, m_r, m_t, m_tau, m_scratch;
   mutable DeviceBuffer<char> m_work;
+  mutable ConversionWork m_conversion;
   DeviceBuffer<int> m_flags;
   DeviceBuffer<std::uint32_t> m_lastRow;  // the input scan of run()
   PinnedBuffer<S> m_stage;
