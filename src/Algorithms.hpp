@@ -60,10 +60,14 @@ inline Index firstLeafCols(Index n, Index nb) {
   return n;
 }
 
-/// Whether factorRecursive may give any leaf of an m x n factorization (m >= n) to the TSQR panel, which is when the
-/// input scan of identityReflectorColumns is needed. The first leaf has the most rows.
+/// Whether factorRecursive gives any leaf of an m x n factorization (m >= n) to the TSQR panel, which is when the
+/// input scan of identityReflectorColumns is needed. Walks the recursion's leaves: with nb > kTsqrMaxCols only a
+/// narrow last leaf may qualify.
 inline bool anyTsqrLeaf(PanelKind panel, Index m, Index n, Index nb) {
-  return panel != PanelKind::Geqrf && n > 0 && useTsqr(panel, m, firstLeafCols(n, nb));
+  if (panel == PanelKind::Geqrf || n <= 0) return false;
+  if (n <= nb) return useTsqr(panel, m, n);
+  const Index n1 = splitColumns(n, nb);
+  return anyTsqrLeaf(panel, m, n1, nb) || anyTsqrLeaf(panel, m - n1, n - n1, nb);
 }
 
 /// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem: a leaf, and at an inner node the

@@ -153,10 +153,12 @@ inline Index splitKBytes(Index m) {
 /// Conversion workspace for factor() of an m x n matrix: the largest pair of GEMM operands in the recursion and the
 /// WY applications is bounded by (m + 8) x (n + min(m, n)) elements (W^T A2 reads W, m x n1, and A2, m x n2). In
 /// FP32 the same buffer holds the split-K partials.
+/// The float modes reserve the split-K partials too: solve() and the Q products run in FP32 whatever the mode.
 inline Index conversionBytes(Precision mode, Index m, Index n) {
   const Index e = conversionElementBytes(mode);
-  if (e == 0) return mode == Precision::FP32 ? splitKBytes(m) : 0;
-  return e * (m + 8) * (n + std::min(m, n) + 16) + 256;
+  const bool floatMode = mode != Precision::FP64 && mode != Precision::FP64Emulated;
+  const Index split = floatMode ? splitKBytes(m) : 0;
+  return e == 0 ? split : std::max(split, e * (m + 8) * (n + std::min(m, n) + 16) + 256);
 }
 
 template <typename S>

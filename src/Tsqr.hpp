@@ -21,23 +21,22 @@
 namespace tcqr {
 namespace detail {
 
-/// Columns whose Householder reflector is the identity for a structural reason, found from the input alone.
-/// Householder QR (LAPACK, Eigen) stores tau = 0 for column j when the tail below the diagonal of the updated column
-/// is exactly zero. That happens, whatever the values, when
-///   - column j is zero (updates keep a zero column zero), or
-///   - A(j+1 : m, 0 : j) = 0: the earlier reflectors only touch rows up to j, so the tail of column j stays zero
-///     (upper triangular and block upper triangular inputs, identity blocks, [B C; 0 0]).
-/// ReconstructWY cannot give tau = 0 (it always yields a reflection), so a leaf panel holding such a column is
-/// factored by geqrfPanel instead (factorRecursive). `lastRow[j]` is 1 + the index of the last nonzero row of column
-/// j, 0 for a zero column; values may be capped at any c > n (see exactIdentityCap): only whether they exceed j + 1
-/// matters. Exact zeros that arise from cancellation are not predictable from the input and are not detected.
+/// Columns whose Householder reflector may be the identity, found from the input alone. Householder QR (LAPACK,
+/// Eigen) stores tau = 0 for column j when the tail below the diagonal of the updated column is exactly zero.
+/// Applying a reflector to a column changes only rows where the reflector's vector is nonzero, and where the column
+/// was nonzero there the result stays nonzero unless values cancel exactly; so the nonzero rows of the updated column
+/// include those of the input column, and without exact cancellation the tail can only be zero if the input
+/// column's own tail A(j+1 : m, j) is zero. Those columns are flagged: zero columns, upper triangular and identity
+/// blocks, permutation-like and other sparse columns. It is a superset (in [B C; 0 D] the last column of B gets
+/// tau = 0 but a column of C with a zero tail may be filled in by the earlier reflectors), which only costs speed.
+/// ReconstructWY cannot give tau = 0 (it always yields a reflection), so a leaf panel holding a flagged column is
+/// factored by geqrfPanel instead (factorRecursive), which reproduces LAPACK's and Eigen's choice on its own.
+/// `lastRow[j]` is 1 + the index of the last nonzero row of column j, 0 for a zero column; values may be capped at
+/// any c > n (see exactIdentityCap): only whether they exceed j + 1 matters. Exact zeros that arise from
+/// cancellation (data whose arithmetic happens to be exact) are not predictable from the input and are not detected.
 inline std::vector<char> identityReflectorColumns(const std::uint32_t* lastRow, Index n) {
   std::vector<char> mask(static_cast<size_t>(n), 0);
-  std::uint32_t reach = 0;  // max over i <= j of lastRow[i]: rows below `reach` are zero in columns 0..j
-  for (Index j = 0; j < n; ++j) {
-    reach = std::max(reach, lastRow[j]);
-    mask[static_cast<size_t>(j)] = lastRow[j] == 0 || reach <= static_cast<std::uint32_t>(j + 1);
-  }
+  for (Index j = 0; j < n; ++j) mask[static_cast<size_t>(j)] = lastRow[j] <= static_cast<std::uint32_t>(j + 1);
   return mask;
 }
 /// The cap of the lastRow values identityReflectorColumns needs for an m x n matrix: min(m, n) + 1.

@@ -45,8 +45,9 @@ namespace Eigen {
 ///
 /// Conventions: R (and so Q) follow Eigen::HouseholderQR's signs, and with ComputeWY matrixQR()/hCoeffs() equal
 /// HouseholderQR's matrixQR()/hCoeffs() up to rounding, tau = 0 for zero columns included. Without ComputeWY, on a
-/// column that Householder leaves unreflected (a zero column, or zeros below the diagonal in it and every column
-/// before it) R's diagonal sign and the thin Q's column may differ from Eigen's; Q R = A holds either way.
+/// column that Householder leaves unreflected (tau = 0: a zero column, or sparse columns such as those of an upper
+/// triangular or permutation matrix) R's diagonal sign and the thin Q's column may differ from Eigen's; Q R = A
+/// holds either way.
 ///
 /// For cols <= 32 the tree is used directly (ComputeR: the tree's levels and an n x n sign fix only); wider matrices
 /// go through the recursive QR with TSQR panels (see docs/DESIGN.md).

@@ -128,7 +128,9 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
 #endif
 
   /// Computes the decomposition of \a matrix. The matrix is copied once (into pinned staging memory, then
-  /// asynchronously to the device on the CUDA backend) and may be modified as soon as compute() returns.
+  /// asynchronously to the device on the CUDA backend) and may be modified as soon as compute() returns. On the CUDA
+  /// backend compute() returns once the upload and the input scan that chooses the panels are done (see
+  /// computeOnDevice); the factorization itself is then still running.
   template <typename InputType>
   TensorCoreHouseholderQR& compute(const EigenBase<InputType>& matrix) {
     const Index m = matrix.rows(), n = matrix.cols();

@@ -354,6 +354,29 @@ void identityReflectorSuite(Backend backend) {
   };
   std::vector<Case> cases;
   cases.push_back({"zero columns", withZeroColumns<Scalar>(m, n, {0, 5, 31, 32, 40, 63})});
+  cases.push_back({"one zero column, in the second leaf only", withZeroColumns<Scalar>(m, n, {40})});
+  {
+    // Column j = e_p(j) for a random permutation p of the first n rows: Householder swaps rows, and a column whose
+    // 1 already sits at or above the diagonal once the earlier swaps are done gets tau = 0 (the last one always).
+    std::vector<Index> p(static_cast<size_t>(n));
+    for (Index j = 0; j < n; ++j) p[static_cast<size_t>(j)] = j;
+    for (Index j = n - 1; j > 0; --j) {
+      const Index r = static_cast<Index>(std::abs(uniformMatrixD(1, 1)(0, 0)) * double(j + 1)) % (j + 1);
+      std::swap(p[static_cast<size_t>(j)], p[static_cast<size_t>(r)]);
+    }
+    M A = M::Zero(m, n);
+    for (Index j = 0; j < n; ++j) A(p[static_cast<size_t>(j)], j) = Scalar(1);
+    cases.push_back({"permutation-like columns", A});
+  }
+  {
+    // Column 0 = e_5 and column 1 = e_1, the rest dense: H_0 exchanges rows 0 and 5 and leaves column 1 alone, whose
+    // tail is then zero (tau_1 = 0) although A(2 : m, 0 : 1) is not zero.
+    M A = uniformMatrix<Scalar>(m, n);
+    A.leftCols(2).setZero();
+    A(5, 0) = Scalar(1);
+    A(1, 1) = Scalar(1);
+    cases.push_back({"sparse leading columns e_5, e_1", A});
+  }
   {
     M A = M::Zero(m, n);
     A.topRows(n) = wellConditionedUpper(n);
@@ -388,6 +411,16 @@ void identityReflectorSuite(Backend backend) {
       }
       CHECK(identities > 0);  // (the case exercises what it is meant to)
       checkAgainstEigen<M>(c.A, qr, 100.0);
+    }
+  }
+  {
+    // Block size 48: the leaves are 48, 48 and 4 columns wide, and only the last can be a TSQR panel.
+    const M A = withZeroColumns<Scalar>(m, 100, {98});
+    for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Tsqr}) {
+      INFO("block size 48, zero column 98, panel " << (panel == tcqr::Panel::Tsqr ? "Tsqr" : "Auto"));
+      const TCQR<M> qr = factorAndCheck<M>(A, Options{backend, 48, true, panel});
+      CHECK(qr.hCoeffs()(98) == Scalar(0));
+      checkAgainstEigen<M>(A, qr, 100.0);
     }
   }
 }

@@ -265,6 +265,26 @@ TEST_SUITE("gpu") {
       }
     }
 
+    SUBCASE("identity reflectors in device input: tau = 0 as in Eigen on both device-input paths") {
+      // 5000 x 24 is one TSQR panel read straight from dA: level 0 records the zero column, and the panel is then
+      // copied and factored by geqrf. 3000 x 100 takes the recursion, whose input scan makes the copy.
+      for (auto mn : {std::pair<Index, Index>{5000, 24}, std::pair<Index, Index>{3000, 100}}) {
+        const Index m = mn.first, n = mn.second;
+        INFO(m << " x " << n);
+        const M A = tcqr_test::withZeroColumns<T>(m, n, {7});
+        DeviceArray<T> dA(size_t(m * n));
+        REQUIRE(dA.p != nullptr);
+        CUDA_REQUIRE(cudaMemcpy(dA.p, A.data(), sizeof(T) * m * n, cudaMemcpyHostToDevice));
+        Eigen::TensorCoreHouseholderQR<M> qr;
+        qr.setBackend(Backend::Cuda);
+        qr.computeOnDevice(dA.p, m, n, m);
+        CHECK(qr.info() == Eigen::Success);
+        CHECK(qr.hCoeffs()(7) == T(0));
+        tcqr_test::checkDecomposition<M>(A, qr, Options{Backend::Cuda, 0, false});
+        tcqr_test::checkAgainstEigen<M>(A, qr, 100.0);
+      }
+    }
+
     SUBCASE("Backend::Auto resolves to the device; the default stream works too") {
       const Index m = 64, n = 40;
       const M A = tcqr_test::uniformMatrix<T>(m, n);

@@ -133,6 +133,30 @@ TEST_SUITE("gpu") {
       CHECK(back.bottomRows(ld - m).array().isNaN().all());
       REQUIRE_CUDA(cudaStreamDestroy(s));
     }
+    // Zero columns in device input, WY requested: the input scan sends the panel (n <= 32: the single panel read
+    // from dA, copied first) or the leaf (n > 32) to geqrf, so tau = 0 there as in Eigen, and the rest agrees with the
+    // host-input path. 1048624 x 48: S = Y^T Y's bottom part has exactly 2^20 rows, a split-K GEMM with no remainder
+    // chunk into beta = 1.
+    for (auto mn : {std::pair<Index, Index>{5000, 24}, std::pair<Index, Index>{5000, 40},
+                    std::pair<Index, Index>{(Index(1) << 20) + 48, 48}}) {
+      const Index mz = mn.first, nz = mn.second;
+      INFO("zero columns, " << mz << " x " << nz);
+      const Mat<Scalar> Z = withZeroColumns<Scalar>(mz, nz, {7, nz - 1});
+      DeviceMatrix<Scalar> dZ(Z, mz);
+      Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> dev, host;
+      dev.computeOnDevice(dZ.p, mz, nz, mz, nullptr, tcqr::ComputeWY | tcqr::ComputeThinQ);
+      host.setBackend(Backend::Cuda).compute(Z, tcqr::ComputeWY | tcqr::ComputeThinQ);
+      REQUIRE(dev.info() == Eigen::Success);
+      CHECK(dev.hCoeffs()(7) == Scalar(0));
+      CHECK(dev.hCoeffs()(nz - 1) == Scalar(0));
+      CHECK(relativeDifference(dev.matrixQR(), host.matrixQR()) <= 100 * epsOf<Scalar>());
+      CHECK(orthogonalityRatio<Scalar>(dev.thinQ()) <= kRatioBound);
+      CHECK(backwardRatio<Scalar>(Z, dev.thinQ(), dev.matrixR()) <= kRatioBound);
+      // T is the triangular factor of the reflectors: its diagonal is tau.
+      CHECK(relativeDifference(Mat<Scalar>(dev.matrixT().diagonal()), Mat<Scalar>(dev.hCoeffs())) <=
+            10 * epsOf<Scalar>());
+    }
+
     // A NaN inside the matrix (not the padding) is flagged.
     Mat<Scalar> B = uniformMatrix<Scalar>(3000, 8);
     B(2999, 7) = std::numeric_limits<Scalar>::quiet_NaN();
