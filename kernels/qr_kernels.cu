@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cfloat>
 
 #include "../src/CudaCheck.hpp"
 #include "../src/Tunables.hpp"
@@ -169,6 +170,61 @@ __global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P,
   }
 }
 
+// Householder reflector of one column x (m entries), Eigen's makeHouseholder / LAPACK larfg, in two launches:
+// partial sums of squares of the tail x(1 : m) (the first block also saves x(0), which the second launch overwrites),
+// then every block reduces the partials, and applies beta, tau and the scaling 1 / (x0 - beta) to its rows.
+constexpr int kColumnBlocks = 256;
+static_assert(kColumnBlocks + 1 <= detail::kColumnReflectorScratch, "columnReflector's scratch");
+
+template <typename S>
+__global__ void __launch_bounds__(256) columnSumSquaresKernel(const S* __restrict__ x, Index m, S* partial) {
+  __shared__ S warpSums[8];
+  S acc = S(0);
+  for (Index r = 1 + blockIdx.x * Index(blockDim.x) + threadIdx.x; r < m; r += Index(gridDim.x) * blockDim.x)
+    acc += x[r] * x[r];
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (threadIdx.x % 32 == 0) warpSums[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    S sum = S(0);
+    for (int w = 0; w < 8; ++w) sum += warpSums[w];
+    partial[blockIdx.x] = sum;
+    if (blockIdx.x == 0) partial[kColumnBlocks] = x[0];
+  }
+}
+
+template <typename S>
+__global__ void __launch_bounds__(256) columnReflectorKernel(S* __restrict__ x, Index m, const S* partial, int blocks,
+                                                             S* tau) {
+  __shared__ S sScale;
+  if (threadIdx.x < 32) {
+    S sum = S(0);
+    for (int b = threadIdx.x; b < blocks; b += 32) sum += partial[b];
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (threadIdx.x == 0) {
+      const S c0 = partial[kColumnBlocks];
+      // Eigen: a tail with squared norm at most the smallest normal number gives the identity (tau = 0, beta = c0).
+      const bool identity = sum <= (sizeof(S) == 4 ? S(FLT_MIN) : S(DBL_MIN));
+      S beta = c0, t = S(0), scale = S(0);
+      if (!identity) {
+        beta = sqrt(c0 * c0 + sum);
+        if (c0 >= S(0)) beta = -beta;
+        t = (beta - c0) / beta;
+        scale = S(1) / (c0 - beta);
+      }
+      sScale = scale;
+      if (blockIdx.x == 0) {
+        *tau = t;
+        x[0] = beta;
+      }
+    }
+  }
+  __syncthreads();
+  const S scale = sScale;
+  for (Index r = 1 + blockIdx.x * Index(blockDim.x) + threadIdx.x; r < m; r += Index(gridDim.x) * blockDim.x)
+    x[r] *= scale;  // (scale = 0 for the identity: Eigen stores a zero essential part)
+}
+
 // One block; the recurrence is sequential in i, each step a triangular mat-vec spread over the threads.
 template <typename S>
 __global__ void formTKernel(const S* __restrict__ Sm, Index lds, const S* __restrict__ tau, S* T, Index ldt, Index k) {
@@ -279,6 +335,16 @@ void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta
 }
 
 template <typename S>
+void launchColumnReflector(S* x, Index m, S* tau, S* scratch, cudaStream_t stream) {
+  if (m <= 0) return;
+  const int blocks = static_cast<int>(std::min<Index>(kColumnBlocks, std::max<Index>(1, (m + 2047) / 2048)));
+  columnSumSquaresKernel<S><<<blocks, 256, 0, stream>>>(x, m, scratch);
+  TCQR_CHECK_LAUNCH("columnSumSquaresKernel");
+  columnReflectorKernel<S><<<blocks, 256, 0, stream>>>(x, m, scratch, blocks, tau);
+  TCQR_CHECK_LAUNCH("columnReflectorKernel");
+}
+
+template <typename S>
 void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k, cudaStream_t stream) {
   if (k <= 0) return;
   if (k <= 32) {
@@ -297,6 +363,7 @@ void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k,
   template void launchFlagNonFinite<S>(const S*, Index, Index, Index, int*, cudaStream_t);             \
   template void launchScanColumns<S>(const S*, Index, Index, Index, std::uint32_t, std::uint32_t*, int*,  \
                                      cudaStream_t, S*, Index);                                          \
+  template void launchColumnReflector<S>(S*, Index, S*, S*, cudaStream_t);                              \
   template void launchAddBatches<S>(const S*, Index, Index, Index, S, S, S*, Index, cudaStream_t);         \
   template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);
 TCQR_INSTANTIATE(float)

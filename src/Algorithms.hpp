@@ -43,6 +43,12 @@ inline bool useTsqr(PanelKind panel, Index m, Index n) {
 inline bool anySet(const char* mask, Index n) {
   return mask != nullptr && std::any_of(mask, mask + n, [](char c) { return c != 0; });
 }
+/// Index of the first set flag among mask[0 : n), or -1.
+inline Index firstSet(const char* mask, Index n) {
+  if (mask == nullptr) return -1;
+  const char* p = std::find_if(mask, mask + n, [](char c) { return c != 0; });
+  return p == mask + n ? -1 : static_cast<Index>(p - mask);
+}
 
 /// Scratch (in scalars) of one leaf panel of at most nb columns and m rows (geqrfPanel + formPanelW, or tsqrPanel).
 /// An upper bound over every leaf of the recursion on at most m rows: any leaf of at most kTsqrMaxCols columns may be
@@ -51,6 +57,7 @@ inline Index leafScratchSize(Index m, Index nb, PanelKind panel) {
   Index s = 2 * nb * nb;
   const Index w = std::min<Index>(nb, kTsqrMaxCols);
   if (panel != PanelKind::Geqrf && m > 1 && w >= 1) s = std::max(s, tsqrScratchSize(m, w));
+  if (panel != PanelKind::Geqrf) s = std::max<Index>(s, kColumnReflectorScratch);  // identity columns' leaves
   return s;
 }
 
@@ -235,24 +242,34 @@ void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool trans
 ///   sideLaneAvailable(), sideLane() (an Ops on the side lane), forkSide() (the side lane waits for the main lane),
 ///   sideDone() (marks the side lane's queued work as pending), joinSide() (the main lane waits for pending work).
 ///
-/// `identity` (null, or a flag per column: identityReflectorColumns) marks the columns that must get tau = 0; a
-/// leaf panel holding one is factored by geqrfPanel.
+/// `identity` (null, or a flag per column: identityReflectorColumns) marks the columns whose reflector may have to
+/// be the identity (tau = 0), which neither a TSQR panel (ReconstructWY always reflects) nor cuSOLVER's geqrf (it
+/// stored a reflection for an exact zero column of a 1048624-row panel, H100, cuSOLVER 12004) is relied on for: a
+/// leaf holding one is split around it, and the column alone gets ops.columnReflector (Eigen's makeHouseholder).
 template <class Ops, typename S>
 void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch,
                      const char* identity = nullptr) {
   const Index m = A.rows, n = A.cols;
   if (n == 0) return;
+  Index n1 = 0;
   if (n <= nb) {
-    if (useTsqr(panel, m, n) && !anySet(identity, n)) {
-      tsqrPanel(ops, A, tau, W, scratch);
-    } else {
-      ops.geqrfPanel(A, tau);
-      formPanelW(ops, A, tau, W, scratch);
+    const Index f = firstSet(identity, n);
+    if (f < 0 || (f == 0 && n == 1)) {
+      if (f == 0)
+        ops.columnReflector(A, tau, scratch);
+      else if (useTsqr(panel, m, n))
+        tsqrPanel(ops, A, tau, W, scratch);
+      else
+        ops.geqrfPanel(A, tau);
+      if (f == 0 || !useTsqr(panel, m, n)) formPanelW(ops, A, tau, W, scratch);
+      ops.joinSide();
+      return;
     }
-    ops.joinSide();
-    return;
+    n1 = f == 0 ? 1 : f;  // the flagged column alone, or the columns before it: an inner node of the same form
+  } else {
+    n1 = splitColumns(n, nb);
   }
-  const Index n1 = splitColumns(n, nb), n2 = n - n1;
+  const Index n2 = n - n1;
   View<S> A1 = A.leftCols(n1), A2 = A.rightCols(n2), W1 = W.leftCols(n1), W2 = W.rightCols(n2);
 
   factorRecursive(ops, A1, tau, W1, nb, panel, scratch, identity);

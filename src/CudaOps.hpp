@@ -303,6 +303,14 @@ struct CudaOps {
                                 dInfo));
   }
 
+  /// The Householder reflector of the single column A (m x 1) in place, Eigen's convention (tau = 0 for a zero tail
+  /// whatever the height; cuSOLVER's geqrf does not guarantee that for very tall panels). `scratch`:
+  /// kColumnReflectorScratch scalars.
+  void columnReflector(View<S> A, S* tau, S* scratch) {
+    const auto t = traced("columnReflector");
+    kernels::launchColumnReflector<S>(A.p, A.rows, tau, scratch, stream);
+  }
+
   void copyUnitLower(View<S> src, View<S> dst) {
     const auto t = traced("copyUnitLower");
     kernels::launchCopyUnitLower<S>(src.p, src.ld, dst.p, dst.ld, dst.rows, dst.cols, stream);

@@ -172,6 +172,8 @@ struct HostOps {
     }
   }
 
+  void columnReflector(View<S> A, S* tau, S* /*scratch*/) { geqrfPanel(A.leftCols(1), tau); }
+
   void copyUnitLower(View<S> src, View<S> dst) {
     auto s = map(src);
     auto d = map(dst);

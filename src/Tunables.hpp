@@ -50,6 +50,8 @@ namespace detail {
 constexpr std::ptrdiff_t kTsqrTileRows = 256;
 /// Widest panel the TSQR tile kernel factors (one warp-width of columns).
 constexpr std::ptrdiff_t kTsqrMaxCols = 32;
+/// Scratch (in scalars) of the single-column reflector (CudaOps::columnReflector: per-block partial sums and x(0)).
+constexpr std::ptrdiff_t kColumnReflectorScratch = 264;
 /// Panel::Auto on the CUDA backend: panels with at least this many rows use TSQR, shorter ones cuSOLVER geqrf (a
 /// panel with as many rows as columns always goes to geqrf, see tsqrApplicable, and so does a panel holding a column
 /// whose reflector must be the identity, see identityReflectorColumns). With the one-warp LU (2026-11-26, H100,

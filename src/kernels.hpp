@@ -31,6 +31,12 @@ template <typename S>
 void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t cap, std::uint32_t* lastRow,
                        int* notFinite, cudaStream_t stream, S* dst = nullptr, Index ldd = 0);
 
+/// The Householder reflector of the column x (m entries) in place, as Eigen's makeHouseholderInPlace and LAPACK's
+/// larfg: x(0) <- beta, x(1 : m) <- the essential part, *tau <- tau; tau = 0 (and a zero essential part) when the
+/// tail's squared norm is at most the smallest normal number. `scratch`: detail::kColumnReflectorScratch scalars.
+template <typename S>
+void launchColumnReflector(S* x, Index m, S* tau, S* scratch, cudaStream_t stream);
+
 /// C (p x c, ldc) = alpha sum_{b < batch} P_b + beta C, where P_b (p x c, contiguous) starts at P + b p c: the
 /// reduction of a split-K GEMM. With beta = 0, C is not read.
 template <typename S>

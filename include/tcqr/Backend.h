@@ -26,9 +26,11 @@ enum class Backend { Auto, Host, Cuda };
 /// - Auto: the backend's measured default: on the GPU, Tsqr wherever it applies; on the host, Geqrf (see
 ///   docs/DESIGN.md).
 /// - Geqrf: Householder QR of the panel (cuSOLVER geqrf on the GPU, Eigen's reflectors on the host), then W = Y T.
+///   On very tall panels cuSOLVER may store a reflection (tau != 0) for an exact zero column where Eigen stores 0.
 /// - Tsqr: tall-skinny QR tree with 256-row tiles, explicit Q, and ReconstructWY (panels of at most 32 columns;
-///   wider requests fall back to Geqrf, and so do square panels and panels holding a column whose reflector must be
-///   the identity, such as a zero column, so that hCoeffs() has Eigen's tau = 0 there).
+///   wider requests fall back to Geqrf, and so do square panels). A panel holding a column whose reflector may have
+///   to be the identity (a zero column, or any column with zeros below its diagonal) is split around it and that
+///   column gets Eigen's reflector, so hCoeffs() has Eigen's tau = 0 there (Auto does the same).
 enum class Panel { Auto, Geqrf, Tsqr };
 
 /// \brief Arithmetic of the matrix products inside a factorization (the GEMMs of the recursion: the trailing updates
