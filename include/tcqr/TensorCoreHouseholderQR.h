@@ -147,10 +147,11 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   /// Factors a rows x cols column-major matrix already in device memory (leading dimension \a ld), with no host
   /// copy. The input is left unmodified. Work is queued on \a stream, which the object keeps using afterwards, and
   /// the call returns without waiting for it, except for a scan of \a dA on the stream when TSQR panels may apply
-  /// (every matrix with more rows than the panel width on Panel::Auto): the scan finds the columns whose reflector
-  /// must be the identity (tau = 0, as Eigen), which TSQR cannot give, and decides the panels. With a null stream the work runs on the object's own stream, ordered
-  /// after everything queued so far on the legacy default stream; then call synchronize() (or any host accessor)
-  /// before reading deviceMatrixQR() from other streams. Requires the CUDA backend (Backend::Auto resolves to it).
+  /// (every matrix with more rows than the panel width on Panel::Auto; for n <= 32 the first TSQR level is the scan):
+  /// it finds the columns whose reflector may have to be the identity (tau = 0, as Eigen), which TSQR cannot give,
+  /// and so decides the panels. With a null stream the work runs on the object's own stream, ordered after everything
+  /// queued so far on the legacy default stream; then call synchronize() (or any host accessor) before reading
+  /// deviceMatrixQR() from other streams. Requires the CUDA backend (Backend::Auto resolves to it).
   TensorCoreHouseholderQR& computeOnDevice(const Scalar* dA, Index rows, Index cols, Index ld,
                                            CUstream_st* stream = nullptr) {
     if (m_backend == tcqr::Backend::Host)
