@@ -245,7 +245,8 @@ void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool trans
 /// `identity` (null, or a flag per column: identityReflectorColumns) marks the columns whose reflector may have to
 /// be the identity (tau = 0), which neither a TSQR panel (ReconstructWY always reflects) nor cuSOLVER's geqrf (it
 /// stored a reflection for an exact zero column of a 1048624-row panel, H100, cuSOLVER 12004) is relied on for: a
-/// leaf holding one is split around it, and the column alone gets ops.columnReflector (Eigen's makeHouseholder).
+/// leaf holding one is split around it, and the column alone gets ops.columnReflector (Eigen's makeHouseholder); a
+/// run of kSureIdentity columns is a leaf of its own with tau = 0 and W = 0 and nothing computed.
 template <class Ops, typename S>
 void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch,
                      const char* identity = nullptr) {
@@ -254,7 +255,18 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
   Index n1 = 0;
   if (n <= nb) {
     const Index f = firstSet(identity, n);
-    if (f < 0 || (f == 0 && n == 1)) {
+    if (f == 0 && identity[0] == kSureIdentity) {  // a run of certain identities: tau = 0, W = 0, A stays as it is
+      Index r = 1;
+      while (r < n && identity[r] == kSureIdentity) ++r;
+      if (r == n) {
+        ops.setZero(View<S>(tau, n, 1, n));
+        ops.setZero(W);
+        ops.joinSide();
+        return;
+      }
+      n1 = r;  // (the inner node's updates with W1 = 0 and a zero Y1 below its top leave A2 and W2 as they are)
+    }
+    if (n1 == 0 && (f < 0 || (f == 0 && n == 1))) {
       if (f == 0)
         ops.columnReflector(A, tau, scratch);
       else if (useTsqr(panel, m, n))
@@ -265,7 +277,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
       ops.joinSide();
       return;
     }
-    n1 = f == 0 ? 1 : f;  // the flagged column alone, or the columns before it: an inner node of the same form
+    if (n1 == 0) n1 = f == 0 ? 1 : f;  // the flagged column alone, or the columns before it: an inner node
   } else {
     n1 = splitColumns(n, nb);
   }

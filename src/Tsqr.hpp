@@ -34,9 +34,18 @@ namespace detail {
 /// `lastRow[j]` is 1 + the index of the last nonzero row of column j, 0 for a zero column; values may be capped at
 /// any c > n (see exactIdentityCap): only whether they exceed j + 1 matters. Exact zeros that arise from
 /// cancellation (data whose arithmetic happens to be exact) are not predictable from the input and are not detected.
+/// Flag values: kMaybeIdentity, or kSureIdentity where A(j+1 : m, 0 : j) = 0 as well: the earlier reflectors then
+/// only touch rows up to j, so the tail stays exactly zero and the reflector is the identity for certain (upper
+/// triangular and identity blocks, [B C; 0 0]); factorRecursive needs no computation for those.
+constexpr char kMaybeIdentity = 1, kSureIdentity = 2;
 inline std::vector<char> identityReflectorColumns(const std::uint32_t* lastRow, Index n) {
   std::vector<char> mask(static_cast<size_t>(n), 0);
-  for (Index j = 0; j < n; ++j) mask[static_cast<size_t>(j)] = lastRow[j] <= static_cast<std::uint32_t>(j + 1);
+  std::uint32_t reach = 0;  // max over i <= j of lastRow[i]: rows from `reach` on are zero in columns 0..j
+  for (Index j = 0; j < n; ++j) {
+    const std::uint32_t limit = static_cast<std::uint32_t>(j + 1);
+    reach = std::max(reach, lastRow[j]);
+    mask[static_cast<size_t>(j)] = reach <= limit ? kSureIdentity : (lastRow[j] <= limit ? kMaybeIdentity : 0);
+  }
   return mask;
 }
 /// The cap of the lastRow values identityReflectorColumns needs for an m x n matrix: min(m, n) + 1.
