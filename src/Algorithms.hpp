@@ -40,15 +40,13 @@ inline bool useTsqr(PanelKind panel, Index m, Index n) {
   return panel == PanelKind::Tsqr || (panel == PanelKind::Hybrid && m >= kTsqrAutoMinRows);
 }
 
-inline bool anySet(const char* mask, Index n) {
-  return mask != nullptr && std::any_of(mask, mask + n, [](char c) { return c != 0; });
-}
-/// Index of the first set flag among mask[0 : n), or -1.
+/// Index of the first set flag among mask[0 : n) (mask may be null), or -1.
 inline Index firstSet(const char* mask, Index n) {
   if (mask == nullptr) return -1;
   const char* p = std::find_if(mask, mask + n, [](char c) { return c != 0; });
   return p == mask + n ? -1 : static_cast<Index>(p - mask);
 }
+inline bool anySet(const char* mask, Index n) { return firstSet(mask, n) >= 0; }
 
 /// Scratch (in scalars) of one leaf panel of at most nb columns and m rows (geqrfPanel + formPanelW, or tsqrPanel).
 /// An upper bound over every leaf of the recursion on at most m rows: any leaf of at most kTsqrMaxCols columns may be

@@ -274,11 +274,7 @@ class CudaQRState final : public QRState<S> {
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
       if (resolvedPrecision() == Precision::FP16) m_colScale.reserve(std::max<Index>(cols, 1));
-      if (cols > m_lastRow.capacity()) {
-        synchronize();  // (the pinned copy may still be the target of a queued transfer)
-        m_lastRow.reserve(cols);
-        m_hostLastRow.reserve(cols);
-      }
+      m_lastRow.reserve(cols, stream());
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {
         size_t dBytes = 0, hBytes = 0;
         TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_ctx.solver(), m_ctx.params(), rows, std::min(k, nb()), Blas<S>::type,
@@ -299,22 +295,18 @@ class CudaQRState final : public QRState<S> {
       m_rhs.release();
       m_conversion.buffer.release();
       m_colScale.release();
-      m_lastRow.release();
+      m_lastRow.device.release();
       throw;
     }
     m_rows = rows;
     m_cols = cols;
   }
 
-  // The columns whose reflector must be the identity (identityReflectorColumns) from the last-nonzero-row record in
-  // m_lastRow. The recursion chooses its leaf panels on the host, so this waits for the record (and for whatever was
-  // queued on the stream before it).
-  std::vector<char> fetchIdentityColumns() {
-    const Index k = std::min(m_rows, m_cols);
-    TCQR_CHECK(cudaMemcpyAsync(m_hostLastRow.get(), m_lastRow.get(), sizeof(std::uint32_t) * k, cudaMemcpyDeviceToHost,
-                               stream()));
-    synchronize();
-    return identityReflectorColumns(m_hostLastRow.get(), k);
+  // m_a = src (the device input of factorDevice).
+  void copyFrom(View<S> src) {
+    if (m_rows * m_cols > 0)
+      TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * m_rows, src.p, sizeof(S) * src.ld, sizeof(S) * m_rows,
+                                   m_cols, cudaMemcpyDeviceToDevice, stream()));
   }
 
   // Factors the matrix in m_a, or the device matrix `src` (factorDevice): with srcPanel the single TSQR panel read
@@ -324,29 +316,28 @@ class CudaQRState final : public QRState<S> {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     CudaOps<S> ops = makeOps(true);
     const Index k = std::min(m_rows, m_cols);
-    const std::uint32_t cap = exactIdentityCap(m_rows, m_cols);
+    // The recursion chooses its leaf panels on the host: identityColumns waits for the record (and for whatever
+    // was queued on the stream before it).
     std::vector<char> identity;
     if (srcPanel) {
-      TCQR_CHECK(cudaMemsetAsync(m_lastRow.get(), 0, sizeof(std::uint32_t) * k, stream()));
-      const TsqrTree<S> t = tsqrTree(ops, viewA(), m_scratch.get(), src, m_flags.get(), true, m_lastRow.get());
-      identity = fetchIdentityColumns();
+      TCQR_CHECK(cudaMemsetAsync(m_lastRow.device.get(), 0, sizeof(std::uint32_t) * k, stream()));
+      const TsqrTree<S> t =
+          tsqrTree(ops, viewA(), m_scratch.get(), src, m_flags.get(), true, m_lastRow.device.get());
+      identity = m_lastRow.identityColumns(k, stream());
       if (!anySet(identity.data(), k)) {
         tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), viewW());
         finishFactor(ops);
         return;
       }
-      // The panel holds such a column and goes to geqrf: copy the input (NaN/Inf are flagged already).
-      TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * m_rows, src.p, sizeof(S) * src.ld, sizeof(S) * m_rows,
-                                   m_cols, cudaMemcpyDeviceToDevice, stream()));
+      copyFrom(src);  // the panel is split around such a column (NaN/Inf are flagged already)
     } else if (anyTsqrLeaf(panelKind(), m_rows, k, nb())) {
       const View<S> in = src.p ? src : viewA();
-      kernels::launchScanColumns<S>(in.p, in.ld, m_rows, m_cols, cap, m_lastRow.get(), m_flags.get(), stream(),
-                                    src.p ? m_a.get() : nullptr, m_rows);
-      identity = fetchIdentityColumns();
+      kernels::launchScanColumns<S>(in.p, in.ld, m_rows, m_cols, exactIdentityCap(m_rows, m_cols),
+                                    m_lastRow.device.get(), m_flags.get(), stream(), src.p ? m_a.get() : nullptr,
+                                    m_rows);
+      identity = m_lastRow.identityColumns(k, stream());
     } else {
-      if (src.p && m_rows * m_cols > 0)
-        TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * m_rows, src.p, sizeof(S) * src.ld, sizeof(S) * m_rows,
-                                     m_cols, cudaMemcpyDeviceToDevice, stream()));
+      if (src.p) copyFrom(src);
       kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
     }
     // FP16: power-of-two column scaling against overflow (see factor()).
@@ -373,10 +364,9 @@ class CudaQRState final : public QRState<S> {
   mutable ConversionWork m_conversion;
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
-  DeviceBuffer<std::uint32_t> m_lastRow;  // the input's last nonzero rows (runFactor)
+  LastRowRecord m_lastRow;  // the input's last nonzero rows (runFactor)
   PinnedBuffer<S> m_stage;
   PinnedBuffer<int> m_hostFlags;
-  PinnedBuffer<std::uint32_t> m_hostLastRow;
   mutable std::vector<char> m_hostWork;
   Index m_rows = 0, m_cols = 0, m_nb = 0;
   Panel m_panel = Panel::Auto;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -127,6 +128,27 @@ struct ConversionWork {
   char* reserve(Index bytes, cudaStream_t stream) {
     if (bytes > buffer.capacity()) TCQR_CHECK(cudaStreamSynchronize(stream));  // queued GEMMs may read the old one
     return buffer.reserve(bytes);
+  }
+};
+
+/// The input's last-nonzero-row record (written by kernels::launchScanColumns or the TSQR level-0 tile kernel) and its
+/// host copy, from which the host chooses the leaf panels (identityReflectorColumns).
+struct LastRowRecord {
+  DeviceBuffer<std::uint32_t> device;
+  PinnedBuffer<std::uint32_t> host;
+  /// Grows both to n entries, first waiting for `stream` (a queued transfer may still target the host copy).
+  void reserve(Index n, cudaStream_t stream) {
+    if (n <= device.capacity()) return;
+    TCQR_CHECK(cudaStreamSynchronize(stream));
+    device.reserve(n);
+    host.reserve(n);
+  }
+  /// Copies the first k entries to the host, waits for `stream` (and so for everything queued before), and returns
+  /// identityReflectorColumns of them.
+  std::vector<char> identityColumns(Index k, cudaStream_t stream) {
+    TCQR_CHECK(cudaMemcpyAsync(host.get(), device.get(), sizeof(std::uint32_t) * k, cudaMemcpyDeviceToHost, stream));
+    TCQR_CHECK(cudaStreamSynchronize(stream));
+    return identityReflectorColumns(host.get(), k);
   }
 };
 

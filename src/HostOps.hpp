@@ -38,16 +38,20 @@ inline float roundTf32(float x) {
 inline float roundFp16(float x) { return static_cast<float>(Eigen::half(x)); }
 inline float roundBf16(float x) { return static_cast<float>(Eigen::bfloat16(x)); }
 
+/// 1 + the index of the last nonzero row of column j of A (0 for a zero column), capped (launchScanColumns' record).
+template <typename S>
+std::uint32_t hostLastRow(View<S> A, Index j, std::uint32_t cap) {
+  Index r = A.rows;
+  while (r > 0 && A.p[(r - 1) + j * A.ld] == S(0)) --r;
+  return static_cast<std::uint32_t>(std::min<Index>(r, cap));
+}
+
 /// identityReflectorColumns for the first min(m, n) columns of A (host memory).
 template <typename S>
 std::vector<char> hostIdentityReflectorColumns(View<S> A) {
   const Index k = std::min(A.rows, A.cols);
   std::vector<std::uint32_t> last(static_cast<size_t>(k), 0);
-  for (Index j = 0; j < k; ++j) {
-    Index r = A.rows;
-    while (r > 0 && A.p[(r - 1) + j * A.ld] == S(0)) --r;
-    last[static_cast<size_t>(j)] = static_cast<std::uint32_t>(std::min<Index>(r, k + 1));
-  }
+  for (Index j = 0; j < k; ++j) last[static_cast<size_t>(j)] = hostLastRow(A, j, exactIdentityCap(A.rows, A.cols));
   return identityReflectorColumns(last.data(), k);
 }
 
@@ -244,14 +248,9 @@ struct HostOps {
                       bool /*storeAll*/ = true, std::uint32_t* lastRow = nullptr) {
     map(X) = map(src);
     if (notFinite && !map(X).allFinite()) *notFinite = 1;
-    if (lastRow) {
-      const std::uint32_t cap = exactIdentityCap(X.rows, X.cols);
-      for (Index j = 0; j < X.cols; ++j) {
-        Index r = X.rows;
-        while (r > 0 && X.p[(r - 1) + j * X.ld] == S(0)) --r;
-        lastRow[j] = std::max(lastRow[j], static_cast<std::uint32_t>(std::min<Index>(r, cap)));
-      }
-    }
+    if (lastRow)
+      for (Index j = 0; j < X.cols; ++j)
+        lastRow[j] = std::max(lastRow[j], hostLastRow(X, j, exactIdentityCap(X.rows, X.cols)));
     tsqrTileQR(X, tiles, tau, Rout);
   }
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {

@@ -172,11 +172,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
         synchronize();
         m_conversion.buffer.reserve(splitK);
       }
-      if (n > m_lastRow.capacity()) {
-        synchronize();  // (the pinned copy may still be the target of a queued transfer)
-        m_lastRow.reserve(n);
-        m_hostLastRow.reserve(n);
-      }
+      m_lastRow.reserve(n, stream());
       // cuSOLVER's workspace for the recursion's geqrf panels (the first panel is the largest), sized here so that
       // it is never reallocated while queued work may use it.
       const Index w = std::min(n, kNb);
@@ -193,7 +189,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
       m_workQueried = std::make_pair(Index(-1), Index(-1));
       for (DeviceBuffer<S>* b : bufs) b->release();
       m_work.release();
-      m_lastRow.release();
+      m_lastRow.device.release();
       m_conversion.buffer.release();
       throw;
     }
@@ -212,13 +208,10 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     std::vector<char> identity;
     if (tallSkinnyPath(m, n, m_what) != TallSkinnyPath::Tree && n > 0) {
       const View<S> in = src.p ? src : View<S>(m_a.get(), m, n, m);
-      kernels::launchScanColumns<S>(in.p, in.ld, m, n, exactIdentityCap(m, n), m_lastRow.get(), m_flags.get(),
-                                    stream(), copySrc ? m_a.get() : nullptr, m);
+      kernels::launchScanColumns<S>(in.p, in.ld, m, n, exactIdentityCap(m, n), m_lastRow.device.get(),
+                                    m_flags.get(), stream(), copySrc ? m_a.get() : nullptr, m);
       if (copySrc) src = View<S>();
-      TCQR_CHECK(cudaMemcpyAsync(m_hostLastRow.get(), m_lastRow.get(), sizeof(std::uint32_t) * n,
-                                 cudaMemcpyDeviceToHost, stream()));
-      synchronize();
-      identity = identityReflectorColumns(m_hostLastRow.get(), n);
+      identity = m_lastRow.identityColumns(n, stream());
     } else if (src.p == nullptr) {
       kernels::launchFlagNonFinite<S>(m_a.get(), m, m, n, m_flags.get(), stream());
     }
@@ -251,10 +244,9 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   mutable DeviceBuffer<char> m_work;
   mutable ConversionWork m_conversion;
   DeviceBuffer<int> m_flags;
-  DeviceBuffer<std::uint32_t> m_lastRow;  // the input scan of run()
+  LastRowRecord m_lastRow;  // the input scan of run()
   PinnedBuffer<S> m_stage;
   PinnedBuffer<int> m_hostFlags;
-  PinnedBuffer<std::uint32_t> m_hostLastRow;
   mutable std::vector<char> m_hostWork;
   Index m_rows = 0, m_cols = 0;
   unsigned m_what = 0;
