@@ -146,14 +146,15 @@ __global__ void scanColumnsKernel(const S* __restrict__ A, Index lda, Index m, I
 
 // C = alpha sum_b P_b + beta C for `batch` contiguous p x c partial products P_b (split-K GEMM). Block x sums 32
 // consecutive entries of the p*c outputs: lane l takes entry l, the 8 warps split the batches (coalesced 128-byte
-// rows of P), then one shared-memory reduction.
+// rows of P), then one shared-memory reduction. The sums run in double (for float too: the point of the chunked
+// products is a short accumulation in FP32, and the reduction should not add a long one back; it is memory-bound).
 template <typename S>
 __global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P, Index batch, Index p, Index pc,
                                                         S alpha, S beta, S* C, Index ldc) {
-  __shared__ S part[8][33];
+  __shared__ double part[8][33];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const Index o = blockIdx.x * Index(32) + lane;
-  S acc = S(0);
+  double acc = 0.0;
   if (o < pc) {
 #pragma unroll 4
     for (Index b = warp; b < batch; b += 8) acc += P[b * pc + o];
@@ -161,12 +162,12 @@ __global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P,
   part[warp][lane] = acc;
   __syncthreads();
   if (warp == 0 && o < pc) {
-    S sum = S(0);
+    double sum = 0.0;
 #pragma unroll
     for (int w = 0; w < 8; ++w) sum += part[w][lane];
     const Index j = o / p, i = o - j * p;
     S* c = C + i + j * ldc;
-    *c = beta == S(0) ? alpha * sum : alpha * sum + beta * *c;
+    *c = beta == S(0) ? static_cast<S>(double(alpha) * sum) : static_cast<S>(double(alpha) * sum + double(beta) * *c);
   }
 }
 

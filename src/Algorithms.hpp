@@ -276,6 +276,9 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
       return;
     }
     if (n1 == 0) n1 = f == 0 ? 1 : f;  // the flagged column alone, or the columns before it: an inner node
+    // A leaf split this way runs GEMMs, which share the conversion and partials workspaces with a side lane that may
+    // still be busy with the parent's update: wait for it first.
+    ops.joinSide();
   } else {
     n1 = splitColumns(n, nb);
   }

@@ -248,6 +248,7 @@ class CudaQRState final : public QRState<S> {
     ops.dInfo = m_flags.get() + 1;
     ops.mode = mode;
     ops.conversion = &m_conversion;
+    ops.partials = &m_partials;
     if (factorization) m_ctx.fillSideLane(ops);  // factorRecursive's look-ahead
     return ops;
   }
@@ -263,8 +264,10 @@ class CudaQRState final : public QRState<S> {
     const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(rows * k, 1), std::max<Index>(k, 1),
                            std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
     const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
+    const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)));
     const bool grows = need[0] > m_a.capacity() || need[1] > m_w.capacity() || need[2] > m_tau.capacity() ||
-                       need[3] > m_scratch.capacity() || convBytes > m_conversion.buffer.capacity();
+                       need[3] > m_scratch.capacity() || convBytes > m_conversion.buffer.capacity() ||
+                       partialBytes > m_partials.buffer.capacity();
     if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
     m_rows = m_cols = 0;
     try {
@@ -273,6 +276,7 @@ class CudaQRState final : public QRState<S> {
       m_tau.reserve(need[2]);
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
+      if (partialBytes > 0) m_partials.buffer.reserve(partialBytes);
       if (resolvedPrecision() == Precision::FP16) m_colScale.reserve(std::max<Index>(cols, 1));
       m_lastRow.reserve(cols, stream());
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {
@@ -294,6 +298,7 @@ class CudaQRState final : public QRState<S> {
       m_work.release();
       m_rhs.release();
       m_conversion.buffer.release();
+      m_partials.buffer.release();
       m_colScale.release();
       m_lastRow.device.release();
       throw;
@@ -362,6 +367,7 @@ class CudaQRState final : public QRState<S> {
   CudaContext m_ctx;
   DeviceBuffer<S> m_a, m_w, m_tau, m_scratch, m_rhs, m_colScale;
   mutable ConversionWork m_conversion;
+  mutable ConversionWork m_partials;
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
   LastRowRecord m_lastRow;  // the input's last nonzero rows (runFactor)

@@ -172,6 +172,34 @@ inline Index splitKBytes(Index m) {
   return m < kSplitKMinInner ? 0 : Index(sizeof(float)) * (m / kSplitKChunk) * kSplitKMaxOut * kSplitKMaxOut + 256;
 }
 
+/// Chunked accumulation of long inner dimensions (CudaOps::gemmChunkedTN). A cuBLAS GEMM accumulates its whole inner
+/// dimension k in one running sum per entry of C, so its rounding error grows with k; in the recursion the products
+/// W1^T A2 and Y1^T W2 run over all m rows, and their error dominated the factorization's. Measured on the H100
+/// (2026-11-26, precision_accuracy, 4096^2 N(0,1); cuSOLVER 12004) with those products summed over 16 chunks of 256
+/// rows: FP32 backward error 1.5e-6 against 2.2e-6 unchunked (SGEQRF 7.2e-7, issue bound 1.9e-6), FP64 3.1e-15
+/// against 4.6e-15 (DGEQRF 2.9e-15), TF32x3 6.4e-6 against 2.3e-5; 16384^2 FP32 1.9e-6 against 3.8e-6 (SGEQRF
+/// 1.7e-6). Chunking every product (the N-type ones, inner dimension n1, through C) by 64 reached 7.1e-7 / 2.1e-15.
+/// The cost is memory traffic: each chunk's partial product is written and read back once, so the number of chunks
+/// is capped (kAccumMaxChunks): 16384^2 FP32 379.5 ms against 350.4 unchunked, FP64 379.5 against 359.3, TF32x3 344
+/// against 285, 4096^2 FP32 29.3 against 26.9 ms. The N-type chunks, accumulated through C, cost more for less (FP32
+/// 16384^2 425 ms for 1.2e-6 with chunks of 256) and are not used.
+constexpr Index kAccumChunk = 256, kAccumMaxChunks = 16;
+/// The chunk of a k-long TN product: kAccumChunk, or longer (a multiple of it) so there are at most kAccumMaxChunks.
+inline Index accumChunkFor(Index k) {
+  const Index min = (k + kAccumMaxChunks - 1) / kAccumMaxChunks;
+  return std::max(kAccumChunk, (min + kAccumChunk - 1) / kAccumChunk * kAccumChunk);
+}
+/// Partials workspace (bytes) reserved up front for factor() of an m x n matrix: what the largest TN products of
+/// the recursion (W1^T A2 and Y1^T W2: n1 x n2 over m rows) need at once, capped at the matrix's own size (at least
+/// 32 MiB); products that need more run in column passes (CudaOps::gemmChunkedTN).
+inline Index accumPartialBytes(Index m, Index n, Index elemBytes) {
+  const Index k = std::min(m, n);
+  if (k < 2) return 0;
+  const Index n1 = std::max<Index>(1, k / 2), n2 = std::max<Index>(1, n - n1);
+  const Index need = (m / accumChunkFor(m)) * n1 * n2 * elemBytes;
+  return std::min(need, std::max(Index(32) << 20, m * n * elemBytes));
+}
+
 /// Conversion workspace for factor() of an m x n matrix: the largest pair of GEMM operands in the recursion and the
 /// WY applications is bounded by (m + 8) x (n + min(m, n)) elements (W^T A2 reads W, m x n1, and A2, m x n2). In
 /// FP32 the same buffer holds the split-K partials.
@@ -194,6 +222,7 @@ struct CudaOps {
   int* dInfo;
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (Default: S); gemmExact() always runs in S
   ConversionWork* conversion = nullptr;  ///< operand copies of the tensor-core modes (null for FP32/FP64)
+  ConversionWork* partials = nullptr;    ///< chunked-accumulation partials (gemmChunkedTN); null: plain products
   /// Side lane of factorRecursive's look-ahead (sideStream null: none; CudaContext::fillSideLane says when there is
   /// one): a second stream with its own cuBLAS handle
   /// (configured like `blas`; cuBLAS workspaces must not be shared between concurrent streams), and the events that
@@ -248,11 +277,48 @@ struct CudaOps {
     }
     const auto t = traced(gemmLabel(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default) {
-      if (!gemmSplitK(ta, tb, alpha, A, B, beta, C, k))
-        Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
+      if (gemmSplitK(ta, tb, alpha, A, B, beta, C, k)) return;
+      if (ta == Op::T && tb == Op::N) {
+        auto batched = [&](Index c0, Index nc, Index kc, Index batch, S* P) {
+          Blas<S>::gemmStridedBatchedTN(blas, C.rows, nc, kc, A.p, A.ld, kc, B.p + c0 * B.ld, B.ld, kc, P, C.rows,
+                                        C.rows * nc, batch);
+        };
+        auto plain = [&](Index c0, Index nc, Index k0, Index kk, S b) {
+          Blas<S>::gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kk, alpha, A.p + k0, A.ld, B.p + k0 + c0 * B.ld,
+                        B.ld, b, C.p + c0 * C.ld, C.ld);
+        };
+        if (gemmChunkedTN(C.rows, C.cols, k, alpha, beta, C.p, C.ld, batched, plain)) return;
+      }
+      Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
       return;
     }
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
+  }
+  /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks: the products
+  /// of chunks of accumChunkFor(k) rows are computed separately (batched(c0, nc, kc, batch, P) writes the partials of
+  /// columns c0 .. c0 + nc of C to P, p x nc each, stride rows * nc) and summed in double by a reduction kernel; the
+  /// remainder rows go straight into C (plain(c0, nc, k0, kk, beta)). C is done in column passes when the partials
+  /// of all its columns do not fit the workspace. Returns false (nothing done) without a workspace or with fewer
+  /// than two chunks.
+  template <class Batched, class Plain>
+  bool gemmChunkedTN(Index rows, Index cols, Index k, S alpha, S beta, S* C, Index ldc, Batched batched, Plain plain) {
+    if (partials == nullptr) return false;
+    const Index kc = accumChunkFor(k), batch = k / kc, rest = k - batch * kc;
+    if (batch < 2) return false;
+    const Index colBytes = Index(sizeof(S)) * batch * rows;
+    const Index per = std::min(cols, std::max<Index>(1, partials->buffer.capacity() / colBytes));
+    S* P = reinterpret_cast<S*>(partials->reserve(colBytes * per, stream));
+    for (Index c0 = 0; c0 < cols; c0 += per) {
+      const Index nc = std::min(per, cols - c0);
+      batched(c0, nc, kc, batch, P);
+      S b = beta;
+      if (rest > 0) {
+        plain(c0, nc, batch * kc, rest, beta);
+        b = S(1);
+      }
+      kernels::launchAddBatches<S>(P, batch, rows, nc, alpha, b, C + c0 * ldc, ldc, stream);
+    }
+    return true;
   }
   /// C = alpha A^T B + beta C as strided-batched products over chunks of kSplitKChunk rows and a reduction, where that
   /// is faster than cuBLAS's own choice (float, C at most 64 x 64, at least 2^20 rows; see kSplitKChunk). Returns
@@ -471,6 +537,26 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
   const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
   char* w = conversion->reserve(bytesA + bytesB, stream);
   const ConvertedOperand a = convertOperand(mode, A, w, stream), b = convertOperand(mode, B, w + bytesA, stream);
+  if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N) {
+    // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: chunked like FP32's (see
+    // kAccumChunk).
+    auto batched = [&](Index c0, Index nc, Index kc, Index batch, float* P) {
+      const float zero = 0.0f, one = 1.0f;
+      const ConvertedOperand bc = b.at(0, c0);
+      const char* lhs[3] = {a.lo, a.hi, a.hi};
+      const char* rhs[3] = {bc.hi, bc.lo, bc.hi};
+      for (int t = 0; t < 3; ++t)
+        TCQR_CHECK(cublasGemmStridedBatchedEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kc, &one, lhs[t],
+                                                 CUDA_R_32F, a.ld, kc, rhs[t], CUDA_R_32F, b.ld, kc,
+                                                 t == 0 ? &zero : &one, P, CUDA_R_32F, C.rows, C.rows * nc, batch,
+                                                 CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+    };
+    auto plain = [&](Index c0, Index nc, Index k0, Index kr, float bt) {
+      convertedProduct(blas, mode, Op::T, Op::N, C.rows, nc, kr, alpha, a.at(k0, 0), b.at(k0, c0), bt,
+                       C.p + c0 * C.ld, C.ld);
+    };
+    if (gemmChunkedTN(C.rows, C.cols, kk, alpha, beta, C.p, C.ld, batched, plain)) return;
+  }
   convertedProduct(blas, mode, ta, tb, C.rows, C.cols, kk, alpha, a, b, beta, C.p, C.ld);
 }
 

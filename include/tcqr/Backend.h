@@ -50,10 +50,13 @@ enum class Panel { Auto, Geqrf, Tsqr };
 /// - FP64: cuBLAS DGEMM.
 /// - FP64Emulated: cuBLAS's fixed-point (Ozaki) FP64 emulation on integer tensor cores
 ///   (CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT). Slower than native FP64 on Hopper; meant for GPUs with weak FP64.
+/// On the GPU the products that run over all rows of the matrix (W^T A and Y^T W in the recursion, the first product
+/// of solve() and of householderQ()) are summed in chunks of at least 256 rows, partial products added in double, in
+/// FP32, FP64 and TF32x3: one GEMM's running sum over thousands of rows was the largest error of the factorization.
 /// Default: FP32 for float, FP64 for double. TF32x3 is not the float default because it misses FP32 accuracy on the
-/// H100: measured backward error 1.5e-5 at 4096^2 against 8.5e-7 for SGEQRF, and 6.2e-5 at 16384^2 (growth with n
-/// that points at the tensor cores' FP32 accumulation rather than the split; README.md has the measurements). The Host backend emulates each mode's rounding
-/// (operands rounded to TF32/FP16/BF16 before an FP32 product), so every mode can be tested without a GPU.
+/// H100 (tensor cores do not round their FP32 sums to nearest): measured backward error 6.4e-6 at 4096^2 against
+/// 1.5e-6 for FP32, and it is not faster (README.md has the measurements). The Host backend emulates each mode's
+/// rounding (operands rounded to TF32/FP16/BF16 before an FP32 product), so every mode can be tested without a GPU.
 /// Measured accuracy and speed of each mode: README.md.
 enum class Precision { Default, FP32, TF32x3, TF32, FP16, BF16, FP64, FP64Emulated };
 
