@@ -34,6 +34,7 @@ class CudaContext {
       throw Error(ErrorSource::NoDevice, 0, "cudaGetDeviceCount",
                   "Backend::Cuda requested but no usable CUDA device is present");
     TCQR_CHECK(cudaGetDevice(&m_device));
+    TCQR_CHECK(cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, m_device));
     try {
       TCQR_CHECK(cublasCreate(&m_blas));
       TCQR_CHECK(cusolverDnCreate(&m_solver));
@@ -55,6 +56,7 @@ class CudaContext {
   CudaContext& operator=(const CudaContext&) = delete;
 
   int device() const noexcept { return m_device; }
+  int multiprocessors() const noexcept { return m_sms; }
   cublasHandle_t blas() const noexcept { return m_blas; }
   cusolverDnHandle_t solver() const noexcept { return m_solver; }
   cusolverDnParams_t params() const noexcept { return m_params; }
@@ -135,6 +137,7 @@ class CudaContext {
     ops.solver = m_solver;
     ops.params = m_params;
     ops.stream = stream();
+    ops.sms = m_sms;
     if (traced && OpTrace::enabled() && !m_trace) m_trace.reset(new OpTrace());
     ops.trace = traced ? m_trace.get() : nullptr;
   }
@@ -194,6 +197,7 @@ class CudaContext {
   }
 
   int m_device = 0;
+  int m_sms = 1;  ///< streaming multiprocessors of m_device
   cublasHandle_t m_blas = nullptr;
   cusolverDnHandle_t m_solver = nullptr;
   cusolverDnParams_t m_params = nullptr;

@@ -179,25 +179,37 @@ inline Index splitKBytes(Index m) {
 /// rows: FP32 backward error 1.5e-6 against 2.2e-6 unchunked (SGEQRF 7.2e-7, issue bound 1.9e-6), FP64 3.1e-15
 /// against 4.6e-15 (DGEQRF 2.9e-15), TF32x3 6.4e-6 against 2.3e-5; 16384^2 FP32 1.9e-6 against 3.8e-6 (SGEQRF
 /// 1.7e-6). Chunking every product (the N-type ones, inner dimension n1, through C) by 64 reached 7.1e-7 / 2.1e-15.
-/// The cost is memory traffic: each chunk's partial product is written and read back once, so the number of chunks
-/// is capped (kAccumMaxChunks): 16384^2 FP32 379.5 ms against 350.4 unchunked, FP64 379.5 against 359.3, TF32x3 344
-/// against 285, 4096^2 FP32 29.3 against 26.9 ms. The N-type chunks, accumulated through C, cost more for less (FP32
-/// 16384^2 425 ms for 1.2e-6 with chunks of 256) and are not used.
-constexpr Index kAccumChunk = 256, kAccumMaxChunks = 16;
-/// The chunk of a k-long TN product: kAccumChunk, or longer (a multiple of it) so there are at most kAccumMaxChunks.
-inline Index accumChunkFor(Index k) {
-  const Index min = (k + kAccumMaxChunks - 1) / kAccumMaxChunks;
+/// The cost is memory traffic: each chunk's partial product is written and read back once, so a large result gets
+/// kAccumChunks chunks: 16384^2 FP32 379.5 ms against 350.4 unchunked, FP64 379.5 against 359.3, TF32x3 344 against
+/// 285, 4096^2 FP32 29.3 against 26.9 ms. A small result gets more: the batched product must still fill the GPU
+/// (with 16 chunks only, a 64 x 64 result over 2097152 rows in double ran on 16 x 1 blocks, and 2097152 x 128
+/// double went from 23.1 to 26.5 ms, 524288 x 512 float from 28.8 to 54.0 ms), and its partials are cheap.
+/// The N-type chunks, accumulated through C, cost more for less (FP32 16384^2 425 ms for 1.2e-6 with chunks of 256)
+/// and are not used.
+constexpr Index kAccumChunk = 256, kAccumChunks = 16;
+/// Output tile (rows and columns) assumed per thread block of a batched product, and the blocks per multiprocessor
+/// its chunks should give at least.
+constexpr Index kAccumTile = 128, kAccumBlocksPerSM = 4;
+/// The chunk of a k-long TN product with a rows x cols result on a GPU with `sms` multiprocessors: a multiple of
+/// kAccumChunk, long enough for at most max(kAccumChunks, the chunks that fill the GPU) chunks.
+inline Index accumChunkFor(Index k, Index rows, Index cols, int sms) {
+  const Index tiles = ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
+  const Index fill = (kAccumBlocksPerSM * sms + tiles - 1) / tiles;
+  const Index chunks = std::max(kAccumChunks, fill);
+  const Index min = (k + chunks - 1) / chunks;
   return std::max(kAccumChunk, (min + kAccumChunk - 1) / kAccumChunk * kAccumChunk);
 }
 /// Partials workspace (bytes) reserved up front for factor() of an m x n matrix: what the largest TN products of
-/// the recursion (W1^T A2 and Y1^T W2: n1 x n2 over m rows) need at once, capped at the matrix's own size (at least
-/// 32 MiB); products that need more run in column passes (CudaOps::gemmChunkedTN).
-inline Index accumPartialBytes(Index m, Index n, Index elemBytes) {
+/// the recursion (W1^T A2 and Y1^T W2: n1 x n2 over m rows) need at once, capped at the matrix's own size, but at
+/// least what any product whose chunks are set by filling the GPU needs (kAccumBlocksPerSM sms tiles); products that
+/// need more run in column passes (CudaOps::gemmChunkedTN).
+inline Index accumPartialBytes(Index m, Index n, Index elemBytes, int sms) {
   const Index k = std::min(m, n);
   if (k < 2) return 0;
   const Index n1 = std::max<Index>(1, k / 2), n2 = std::max<Index>(1, n - n1);
-  const Index need = (m / accumChunkFor(m)) * n1 * n2 * elemBytes;
-  return std::min(need, std::max(Index(32) << 20, m * n * elemBytes));
+  const Index need = (m / accumChunkFor(m, n1, n2, sms)) * n1 * n2 * elemBytes;
+  const Index floor = std::max(Index(32) << 20, kAccumBlocksPerSM * sms * kAccumTile * kAccumTile * elemBytes);
+  return std::min(need, std::max(floor, m * n * elemBytes));
 }
 
 /// Conversion workspace for factor() of an m x n matrix: the largest pair of GEMM operands in the recursion and the
@@ -217,6 +229,7 @@ struct CudaOps {
   cusolverDnHandle_t solver;
   cusolverDnParams_t params;
   cudaStream_t stream;
+  int sms = 1;  ///< multiprocessors of the device (the chunk counts of gemmChunkedTN)
   DeviceBuffer<char>* work;
   std::vector<char>* hostWork;
   int* dInfo;
@@ -295,15 +308,15 @@ struct CudaOps {
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
   }
   /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks: the products
-  /// of chunks of accumChunkFor(k) rows are computed separately (batched(c0, nc, kc, batch, P) writes the partials of
-  /// columns c0 .. c0 + nc of C to P, p x nc each, stride rows * nc) and summed in double by a reduction kernel; the
-  /// remainder rows go straight into C (plain(c0, nc, k0, kk, beta)). C is done in column passes when the partials
-  /// of all its columns do not fit the workspace. Returns false (nothing done) without a workspace or with fewer
-  /// than two chunks.
+  /// of chunks of accumChunkFor(k, rows, cols, sms) rows are computed separately (batched(c0, nc, kc, batch, P)
+  /// writes the partials of columns c0 .. c0 + nc of C to P, p x nc each, stride rows * nc) and summed in double by
+  /// a reduction kernel; the remainder rows go straight into C (plain(c0, nc, k0, kk, beta)). C is done in column
+  /// passes when the partials of all its columns do not fit the workspace. Returns false (nothing done) without a
+  /// workspace or with fewer than two chunks.
   template <class Batched, class Plain>
   bool gemmChunkedTN(Index rows, Index cols, Index k, S alpha, S beta, S* C, Index ldc, Batched batched, Plain plain) {
     if (partials == nullptr) return false;
-    const Index kc = accumChunkFor(k), batch = k / kc, rest = k - batch * kc;
+    const Index kc = accumChunkFor(k, rows, cols, sms), batch = k / kc, rest = k - batch * kc;
     if (batch < 2) return false;
     const Index colBytes = Index(sizeof(S)) * batch * rows;
     const Index per = std::min(cols, std::max<Index>(1, partials->buffer.capacity() / colBytes));
