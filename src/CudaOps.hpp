@@ -229,7 +229,6 @@ struct CudaOps {
   cusolverDnHandle_t solver;
   cusolverDnParams_t params;
   cudaStream_t stream;
-  int sms = 1;  ///< multiprocessors of the device (the chunk counts of gemmChunkedTN)
   DeviceBuffer<char>* work;
   std::vector<char>* hostWork;
   int* dInfo;
@@ -245,6 +244,7 @@ struct CudaOps {
   cudaEvent_t forkEvent = nullptr, sideEvent = nullptr;
   bool sidePending = false;
   OpTrace* trace = nullptr;  ///< TCQR_TRACE=1: per-operation GPU times (OpTrace.hpp); null otherwise
+  int sms = 1;               ///< multiprocessors of the device (the chunk counts of gemmChunkedTN)
 
   OpTraceScope traced(const char* label) const { return OpTraceScope(trace, label, stream); }
   static const char* gemmLabel(Index m, Index n, Index k) {
