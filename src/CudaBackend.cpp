@@ -88,6 +88,7 @@ class CudaQRState final : public QRState<S> {
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
     copyD2D(c->m_w.get(), m_w.get(), m_rows * k);
     copyD2D(c->m_tau.get(), m_tau.get(), k);
+    c->m_blocks = m_blocks;  // W's block structure goes with W
     std::memcpy(c->m_hostFlags.get(), m_hostFlags.get(), 2 * sizeof(int));
     synchronize();  // the copies were queued on this object's stream
     return std::unique_ptr<QRState<S>>(c.release());
