@@ -230,6 +230,31 @@ void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool trans
     transpose ? applyQtRight(ops, Yp, W, B, scratch) : applyQRight(ops, Yp, W, B, scratch);
 }
 
+/// applyWY for a W of WY blocks (factor() with `blocks`; null or empty: one block), Q = Q_0 ... Q_{p-1} with
+/// Q_i = I - W_i Y_i^T acting on rows b_i .. m. Yp and W may be the first `length` columns only (Q_L): the blocks
+/// are clipped to Yp.cols (a block's first columns are the WY form of its first reflectors). Scratch: that of
+/// applyWY for all Yp.cols columns.
+template <class Ops, typename S>
+void applyWYBlocks(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool transpose, S* scratch,
+                   const std::vector<Index>* blocks) {
+  const Index m = Yp.rows, k = Yp.cols;
+  if (blocks == nullptr || blocks->size() <= 1) {
+    applyWY(ops, Yp, W, B, onLeft, transpose, scratch);
+    return;
+  }
+  Index count = 0;  // blocks that start before k
+  while (count < Index(blocks->size()) && (*blocks)[static_cast<size_t>(count)] < k) ++count;
+  // Q^T B and B Q take the blocks first to last, Q B and B Q^T last to first.
+  const bool forward = onLeft == transpose;
+  for (Index t = 0; t < count; ++t) {
+    const Index i = forward ? t : count - 1 - t;
+    const Index b0 = (*blocks)[static_cast<size_t>(i)];
+    const Index b1 = i + 1 < count ? (*blocks)[static_cast<size_t>(i + 1)] : k;
+    const View<S> Yi = Yp.block(b0, b0, m - b0, b1 - b0), Wi = W.block(b0, b0, m - b0, b1 - b0);
+    applyWY(ops, Yi, Wi, onLeft ? B.bottomRows(m - b0) : B.rightCols(m - b0), onLeft, transpose, scratch);
+  }
+}
+
 /// Recursive Householder QR of A (m x n, m >= n), TPDS'25 Algorithm 1. On exit A holds R and the Householder
 /// vectors (Eigen/LAPACK layout), tau the coefficients, and W (m x n) satisfies H_0 ... H_{n-1} = I - W Y^T.
 ///
@@ -245,11 +270,20 @@ void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool trans
 /// stored a reflection for an exact zero column of a 1048624-row panel, H100, cuSOLVER 12004) is relied on for: a
 /// leaf holding one is split around it, and the column alone gets ops.columnReflector (Eigen's makeHouseholder); a
 /// run of kSureIdentity columns is a leaf of its own with tau = 0 and W = 0 and nothing computed.
+///
+/// `blocks` (null: W is merged over all n columns, as above): the caller does not need this node's merged W, only
+/// Q = H_0 ... H_{n-1} in some WY form. The merge W2 <- W2 - W1 (Y1^T W2) is then skipped, here and down the
+/// right-hand spine of the recursion (the left children still merge: their W updates their right siblings), and the
+/// node appends the first column (col0 + its own offset) of each block whose W it leaves merged: W then holds a
+/// product of block reflectors, Q = prod_i (I - W_i Y_i^T), block i covering columns [b_i, b_{i+1}) (the last up
+/// to n), W_i = W(b_i : m, b_i : b_{i+1}) (applyWYBlocks). That saves the merges' two m x n1 x n2 products at every
+/// spine node: at the top of a square matrix a quarter of all GEMM flops.
 template <class Ops, typename S>
 void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch,
-                     const char* identity = nullptr) {
+                     const char* identity = nullptr, std::vector<Index>* blocks = nullptr, Index col0 = 0) {
   const Index m = A.rows, n = A.cols;
   if (n == 0) return;
+  if (blocks) blocks->push_back(col0);  // a leaf's own block, or an inner node's left child
   Index n1 = 0;
   if (n <= nb) {
     const Index f = firstSet(identity, n);
@@ -299,7 +333,8 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
     applyQtLeft(ops, A1, W1, A2, scratch);
   }
   factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, panel, scratch,
-                  identity ? identity + n1 : nullptr);
+                  identity ? identity + n1 : nullptr, blocks, col0 + n1);
+  if (blocks) return;  // W1 and W2 stay separate blocks
 
   // W2 <- W2 - W1 (Y1^T W2). The top n1 rows of W2 are zero, so Y1^T W2 only involves Y1's dense bottom part.
   View<S> P(scratch, n1, n2, n1);
@@ -321,18 +356,21 @@ inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel) {
 /// [1/2, 1) and R is scaled back at the end (HPDC'20 §3.5): A D = Q (R D), so Q, the reflectors and tau are those of A
 /// and nothing in the recursion exceeds the column norms, which keeps FP16 operands in range.
 /// `identity`: see factorRecursive (needed wherever a TSQR leaf may meet a structurally zero column).
+/// `blocks` (null: W is merged, H_0 ... H_{k-1} = I - W Y^T): receives the WY blocks of W (factorRecursive), which
+/// every later product with Q must then be given (applyWYBlocks, solve).
 template <class Ops, typename S>
 void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch, S* colScale = nullptr,
-            const char* identity = nullptr) {
+            const char* identity = nullptr, std::vector<Index>* blocks = nullptr) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n);
+  if (blocks) blocks->clear();
   if (k == 0) return;
   if (k <= nb && n == k) colScale = nullptr;  // one panel and no trailing update: no product runs in the mode
   if (colScale) {
     ops.columnScales(A, colScale);
     ops.scaleColumns(A, colScale, false, false);
   }
-  factorRecursive(ops, A.leftCols(k), tau, W, nb, panel, scratch, identity);
-  if (n > k) applyQtLeft(ops, A.leftCols(k), W, A.rightCols(n - k), scratch);
+  factorRecursive(ops, A.leftCols(k), tau, W, nb, panel, scratch, identity, blocks);
+  if (n > k) applyWYBlocks(ops, A.leftCols(k), W, A.rightCols(n - k), true, true, scratch, blocks);
   if (colScale) ops.scaleColumns(A, colScale, true, true);
 }
 
@@ -340,18 +378,20 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S
 inline Index solveScratchSize(Index m, Index n, Index nrhs) { return applyScratchSize(std::min(m, n), nrhs); }
 
 /// Eigen's HouseholderQR::_solve_impl / _solve_impl_transposed on a backend. B has max(m, n) rows.
+/// `blocks`: the WY blocks of W (factor()), or null for a merged W.
 template <class Ops, typename S>
-void solve(Ops& ops, View<S> A, View<S> W, View<S> B, bool transposed, S* scratch) {
+void solve(Ops& ops, View<S> A, View<S> W, View<S> B, bool transposed, S* scratch,
+           const std::vector<Index>* blocks = nullptr) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n), nrhs = B.cols;
   View<S> Yp = A.leftCols(k), R = A.block(0, 0, k, k);
   if (!transposed) {
-    applyQtLeft(ops, Yp, W, B.topRows(m), scratch);
+    applyWYBlocks(ops, Yp, W, B.topRows(m), true, true, scratch, blocks);
     ops.trsmLeftUpper(Op::N, R, B.topRows(k));
     if (n > k) ops.setZero(B.block(k, 0, n - k, nrhs));
   } else {
     ops.trsmLeftUpper(Op::T, R, B.topRows(k));
     if (m > k) ops.setZero(B.block(k, 0, m - k, nrhs));
-    applyQLeft(ops, Yp, W, B.topRows(m), scratch);
+    applyWYBlocks(ops, Yp, W, B.topRows(m), true, false, scratch, blocks);
   }
 }
 

@@ -88,6 +88,7 @@ class CudaQRState final : public QRState<S> {
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
     copyD2D(c->m_w.get(), m_w.get(), m_rows * k);
     copyD2D(c->m_tau.get(), m_tau.get(), k);
+    c->m_blocks = m_blocks;  // W's block structure goes with W
     std::memcpy(c->m_hostFlags.get(), m_hostFlags.get(), 2 * sizeof(int));
     synchronize();  // the copies were queued on this object's stream
     return std::unique_ptr<QRState<S>>(c.release());
@@ -163,8 +164,8 @@ class CudaQRState final : public QRState<S> {
                                  cudaMemcpyHostToDevice, stream()));
     S* scratch = m_scratch.reserve(applyScratchSize(length, onLeft ? bCols : bRows));
     CudaOps<S> ops = makeOps();
-    applyWY(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dB, bRows, bCols, bRows), onLeft, transpose,
-            scratch);
+    applyWYBlocks(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dB, bRows, bCols, bRows), onLeft,
+                  transpose, scratch, &m_blocks);
     TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * bRows, sizeof(S) * bRows, bCols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -179,8 +180,8 @@ class CudaQRState final : public QRState<S> {
     kernels::launchSetIdentity<S>(dQ, m_rows, m_rows, qCols, stream());
     S* scratch = m_scratch.reserve(applyScratchSize(length, qCols));
     CudaOps<S> ops = makeOps();
-    applyWY(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dQ, m_rows, qCols, m_rows), true,
-            transpose, scratch);
+    applyWYBlocks(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dQ, m_rows, qCols, m_rows), true,
+                  transpose, scratch, &m_blocks);
     TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ld, dQ, sizeof(S) * m_rows, sizeof(S) * m_rows, qCols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -195,7 +196,7 @@ class CudaQRState final : public QRState<S> {
                                  cudaMemcpyHostToDevice, stream()));
     S* scratch = m_scratch.reserve(solveScratchSize(m_rows, m_cols, nrhs));
     CudaOps<S> ops = makeOps();
-    detail::solve(ops, viewA(), viewW(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch);
+    detail::solve(ops, viewA(), viewW(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks);
     TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * rowsB, sizeof(S) * rowsB, nrhs,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -319,6 +320,7 @@ class CudaQRState final : public QRState<S> {
   // its input, and where a TSQR leaf may run it records the last nonzero row of each column in the same pass.
   void runFactor(View<S> src = View<S>(), bool srcPanel = false) {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
+    m_blocks.clear();  // one WY block unless factor() says otherwise
     CudaOps<S> ops = makeOps(true);
     const Index k = std::min(m_rows, m_cols);
     // The recursion chooses its leaf panels on the host: identityColumns waits for the record (and for whatever
@@ -348,7 +350,7 @@ class CudaQRState final : public QRState<S> {
     // FP16: power-of-two column scaling against overflow (see factor()).
     S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
     factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale,
-           identity.empty() ? nullptr : identity.data());
+           identity.empty() ? nullptr : identity.data(), &m_blocks);
     finishFactor(ops);
   }
 
@@ -371,6 +373,7 @@ class CudaQRState final : public QRState<S> {
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
   LastRowRecord m_lastRow;  // the input's last nonzero rows (runFactor)
+  std::vector<Index> m_blocks;  // the WY blocks of m_w (factor(); empty: one block)
   PinnedBuffer<S> m_stage;
   PinnedBuffer<int> m_hostFlags;
   mutable std::vector<char> m_hostWork;

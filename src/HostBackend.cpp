@@ -42,7 +42,7 @@ class HostQRState final : public QRState<S> {
     std::vector<char> identity;  // columns whose tau must be 0, which a TSQR leaf cannot give (Algorithms.hpp)
     if (anyTsqrLeaf(panelKind(), rows, k, nb())) identity = hostIdentityReflectorColumns(viewA());
     factor(ops, viewA(), m_tau.data(), View<S>(m_w.data(), rows, k, rows), nb(), panelKind(), m_scratch.data(),
-           colScale.empty() ? nullptr : colScale.data(), identity.empty() ? nullptr : identity.data());
+           colScale.empty() ? nullptr : colScale.data(), identity.empty() ? nullptr : identity.data(), &m_blocks);
   }
 
   Index rows() const noexcept override { return m_rows; }
@@ -63,8 +63,8 @@ class HostQRState final : public QRState<S> {
     const Index c = onLeft ? bCols : bRows;
     m_scratch.resize(std::max(m_scratch.size(), static_cast<size_t>(applyScratchSize(length, c))));
     HostOps<S> ops;
-    applyWY(ops, viewA().leftCols(length), View<S>(m_w.data(), m_rows, length, m_rows), View<S>(B, bRows, bCols, ldb),
-            onLeft, transpose, m_scratch.data());
+    applyWYBlocks(ops, viewA().leftCols(length), View<S>(m_w.data(), m_rows, length, m_rows),
+                  View<S>(B, bRows, bCols, ldb), onLeft, transpose, m_scratch.data(), &m_blocks);
   }
 
   void formQ(S* dst, Index qCols, Index ld, bool transpose, Index length) override {
@@ -77,7 +77,7 @@ class HostQRState final : public QRState<S> {
     HostOps<S> ops;
     const Index k = std::min(m_rows, m_cols);
     detail::solve(ops, viewA(), View<S>(m_w.data(), m_rows, k, m_rows),
-                  View<S>(B, std::max(m_rows, m_cols), nrhs, ldb), transposed, m_scratch.data());
+                  View<S>(B, std::max(m_rows, m_cols), nrhs, ldb), transposed, m_scratch.data(), &m_blocks);
   }
 
   const S* deviceQR() const override { return m_a.data(); }
@@ -99,6 +99,7 @@ class HostQRState final : public QRState<S> {
   View<S> viewA() { return View<S>(m_a.data(), m_rows, m_cols, m_rows); }
 
   std::vector<S> m_a, m_w, m_tau, m_stage, m_scratch;
+  std::vector<Index> m_blocks;  // the WY blocks of m_w (factor(); empty: one block)
   Index m_rows = 0, m_cols = 0, m_nb = 0;
   Panel m_panel = Panel::Auto;
   Precision m_precision = Precision::Default;

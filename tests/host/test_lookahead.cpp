@@ -1,8 +1,12 @@
-// test_lookahead.cpp - factorRecursive's look-ahead (src/Algorithms.hpp) on the Host backend's operations. The CUDA
-// backend runs it on a second stream when TCQR_LOOKAHEAD=1; here a side lane that executes at once checks what CI can
-// check without a GPU: the split update still gives a correct factorization, every fork is joined by the next leaf,
-// and the scratch that factorScratchSize promises is enough for the leaf and the side lane's update together (guard
-// values after it stay untouched).
+// test_lookahead.cpp - two variants of factorRecursive (src/Algorithms.hpp) on the Host backend's operations, with
+// the detail API:
+// - the look-ahead. The CUDA backend runs it on a second stream when TCQR_LOOKAHEAD=1; here a side lane that executes
+//   at once checks what CI can check without a GPU: the split update still gives a correct factorization, every fork
+//   is joined by the next leaf, and the scratch that factorScratchSize promises is enough for the leaf and the side
+//   lane's update together (guard values after it stay untouched);
+// - WY blocks (factor() with `blocks`, what both backends use): skipping the merges of W down the recursion's
+//   right-hand spine leaves the recursion's columns bit for bit unchanged, and Q applied block by block
+//   (applyWYBlocks) equals Q applied with the merged W, in all four applications and for Q_L of any length.
 #include "common/TestConfig.h"
 
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -96,5 +100,84 @@ TEST_CASE_TEMPLATE("look-ahead: split update, forks joined, scratch sufficient",
     const Eigen::MatrixXd Ad = A.template cast<double>();
     CHECK((Ad - Q * R).norm() / (Ad.norm() * double(c.m) * eps) < 30);
     CHECK((Q.transpose() * Q - Eigen::MatrixXd::Identity(c.n, c.n)).norm() / (double(c.m) * eps) < 30);
+  }
+}
+
+namespace {
+
+/// Q_L B (or its variants) with Q_L = H_0 ... H_{L-1} of the packed factor and tau, in double (Eigen's
+/// HouseholderSequence): the reference for applyWYBlocks.
+Eigen::MatrixXd referenceApply(const Eigen::MatrixXd& packed, const Eigen::VectorXd& tau, Eigen::Index length,
+                               const Eigen::MatrixXd& B, bool onLeft, bool transpose) {
+  Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd> h(packed, tau);
+  h.setLength(length);
+  const Eigen::Index m = packed.rows();
+  const Eigen::MatrixXd Q = h * Eigen::MatrixXd::Identity(m, m);
+  if (onLeft) return transpose ? Eigen::MatrixXd(Q.transpose() * B) : Eigen::MatrixXd(Q * B);
+  return transpose ? Eigen::MatrixXd(B * Q.transpose()) : Eigen::MatrixXd(B * Q);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("WY blocks: same factorization without the spine's merges, Q applied block by block", T, float,
+                   double) {
+  TCQR_RANDOM_SEED();
+  const double eps = double(Eigen::NumTraits<T>::epsilon());
+  struct Case {
+    Eigen::Index m, n, nb;
+    PanelKind panel;
+  };
+  for (const Case c : {Case{300, 200, 32, PanelKind::Tsqr}, Case{257, 129, 16, PanelKind::Geqrf},
+                       Case{120, 250, 32, PanelKind::Hybrid}, Case{400, 400, 48, PanelKind::Geqrf},
+                       Case{90, 30, 32, PanelKind::Tsqr}}) {
+    INFO(c.m << " x " << c.n << ", nb " << c.nb << ", panel " << int(c.panel));
+    const Eigen::Index m = c.m, n = c.n, k = std::min(m, n);
+    const Mat<T> A0 = tcqr_test::uniformMatrix<T>(m, n);
+    Mat<T> Am = A0, Ab = A0, Wm = Mat<T>::Zero(m, k), Wb = Mat<T>::Zero(m, k);
+    std::vector<T> taum(static_cast<size_t>(k)), taub(static_cast<size_t>(k));
+    std::vector<T> scratch(static_cast<size_t>(tcqr::detail::factorTotalScratch(m, n, c.nb, c.panel)));
+    std::vector<Eigen::Index> blocks = {7, 7};  // factor() must clear what was there
+    HostOps<T> ops;
+    tcqr::detail::factor(ops, View<T>(Am.data(), m, n, m), taum.data(), View<T>(Wm.data(), m, k, m), c.nb, c.panel,
+                         scratch.data());
+    tcqr::detail::factor(ops, View<T>(Ab.data(), m, n, m), taub.data(), View<T>(Wb.data(), m, k, m), c.nb, c.panel,
+                         scratch.data(), static_cast<T*>(nullptr), nullptr, &blocks);
+    // The recursion's columns are identical; for a wide matrix the last n - k columns are Q^T A(:, k:n), applied
+    // with the merged W or block by block, which rounds differently.
+    CHECK((Am.leftCols(k).array() == Ab.leftCols(k).array()).all());
+    if (n > k)
+      CHECK((Am.rightCols(n - k) - Ab.rightCols(n - k)).template cast<double>().norm() /
+                (A0.template cast<double>().norm() * double(m) * eps) < 30);
+    CHECK(taum == taub);
+    REQUIRE(!blocks.empty());
+    CHECK(blocks.front() == 0);
+    for (size_t i = 1; i < blocks.size(); ++i) CHECK(blocks[i] > blocks[i - 1]);
+    CHECK(blocks.back() < k);
+    // One block per level of the spine: more than one as soon as the recursion splits.
+    if (k > c.nb) CHECK(blocks.size() > 1);
+    MESSAGE("blocks: " << blocks.size());
+
+    const Eigen::MatrixXd packed = Ab.template cast<double>();
+    const Eigen::VectorXd tau = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(taub.data(), k).template cast<double>();
+    for (const Eigen::Index length : {k, k / 2 + 3, Eigen::Index(1)}) {
+      if (length > k) continue;
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool onLeft = variant < 2, transpose = variant % 2 == 1;
+        INFO("length " << length << ", onLeft " << onLeft << ", transpose " << transpose);
+        const Eigen::Index r = 5;  // vectors
+        const Mat<T> B0 = onLeft ? tcqr_test::uniformMatrix<T>(m, r) : tcqr_test::uniformMatrix<T>(r, m);
+        Mat<T> Bm = B0, Bb = B0;
+        std::vector<T> work(static_cast<size_t>(tcqr::detail::applyScratchSize(length, r)));
+        tcqr::detail::applyWY(ops, View<T>(Am.data(), m, length, m), View<T>(Wm.data(), m, length, m),
+                              View<T>(Bm.data(), Bm.rows(), Bm.cols(), Bm.rows()), onLeft, transpose, work.data());
+        tcqr::detail::applyWYBlocks(ops, View<T>(Ab.data(), m, length, m), View<T>(Wb.data(), m, length, m),
+                                    View<T>(Bb.data(), Bb.rows(), Bb.cols(), Bb.rows()), onLeft, transpose,
+                                    work.data(), &blocks);
+        const Eigen::MatrixXd ref = referenceApply(packed, tau, length, B0.template cast<double>(), onLeft, transpose);
+        const double scale = ref.norm() * double(m) * eps;
+        CHECK((Bb.template cast<double>() - ref).norm() / scale < 30);
+        CHECK((Bm.template cast<double>() - ref).norm() / scale < 30);
+      }
+    }
   }
 }

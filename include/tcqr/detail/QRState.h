@@ -68,6 +68,8 @@ class QRState {
   // Device-side views of the factorization (CUDA backend; the Host backend returns host pointers).
   virtual const Scalar* deviceQR() const = 0;
   virtual const Scalar* deviceTau() const = 0;
+  /// W of the WY form, m x min(m, n): a product of WY blocks down the recursion's right-hand spine, not one merged
+  /// I - W Y^T (docs/DESIGN.md, "The factorization"); for the library's own products with Q.
   virtual const Scalar* deviceW() const = 0;
   /// Waits until every operation queued by this object has completed.
   virtual void synchronize() const = 0;
