@@ -290,7 +290,6 @@ struct CudaOps {
     }
     const auto t = traced(gemmLabel(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default) {
-      if (gemmSplitK(ta, tb, alpha, A, B, beta, C, k)) return;
       if (ta == Op::T && tb == Op::N) {
         auto batched = [&](Index c0, Index nc, Index kc, Index batch, S* P) {
           Blas<S>::gemmStridedBatchedTN(blas, C.rows, nc, kc, A.p, A.ld, kc, B.p + c0 * B.ld, B.ld, kc, P, C.rows,
@@ -300,6 +299,7 @@ struct CudaOps {
           Blas<S>::gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kk, alpha, A.p + k0, A.ld, B.p + k0 + c0 * B.ld,
                         B.ld, b, C.p + c0 * C.ld, C.ld);
         };
+        if (gemmSplitK(C.rows, C.cols, k, alpha, beta, C.p, C.ld, batched, plain)) return;
         if (gemmChunkedTN(C.rows, C.cols, k, alpha, beta, C.p, C.ld, batched, plain)) return;
       }
       Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
@@ -307,20 +307,29 @@ struct CudaOps {
     }
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
   }
-  /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks: the products
-  /// of chunks of accumChunkFor(k, rows, cols, sms) rows are computed separately (batched(c0, nc, kc, batch, P)
-  /// writes the partials of columns c0 .. c0 + nc of C to P, p x nc each, stride rows * nc) and summed in double by
-  /// a reduction kernel; the remainder rows go straight into C (plain(c0, nc, k0, kk, beta)). C is done in column
-  /// passes when the partials of all its columns do not fit the workspace. Returns false (nothing done) without a
-  /// workspace or with fewer than two chunks.
+  /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks of
+  /// accumChunkFor(k, rows, cols, sms) rows with the partials in `partials` (gemmChunks). Returns false (nothing
+  /// done) without that workspace or with fewer than two chunks.
   template <class Batched, class Plain>
   bool gemmChunkedTN(Index rows, Index cols, Index k, S alpha, S beta, S* C, Index ldc, Batched batched, Plain plain) {
     if (partials == nullptr) return false;
-    const Index kc = accumChunkFor(k, rows, cols, sms), batch = k / kc, rest = k - batch * kc;
-    if (batch < 2) return false;
+    const Index kc = accumChunkFor(k, rows, cols, sms);
+    if (k / kc < 2) return false;
+    gemmChunks(rows, cols, k, kc, alpha, beta, C, ldc, *partials, false, batched, plain);
+    return true;
+  }
+  /// The chunked TN product of gemmChunkedTN and gemmSplitK: the products of the k / kc chunks of kc rows are
+  /// computed separately (batched(c0, nc, kc, batch, P) writes the partials of columns c0 .. c0 + nc of C to P,
+  /// rows x nc each, stride rows * nc) and summed in double by a reduction kernel; the remainder rows go straight
+  /// into C (plain(c0, nc, k0, kk, beta)). `grow`: the workspace grows to hold the partials of all columns;
+  /// otherwise C is done in column passes when they do not fit its present size.
+  template <class Batched, class Plain>
+  void gemmChunks(Index rows, Index cols, Index k, Index kc, S alpha, S beta, S* C, Index ldc, ConversionWork& work,
+                  bool grow, Batched batched, Plain plain) {
+    const Index batch = k / kc, rest = k - batch * kc;
     const Index colBytes = Index(sizeof(S)) * batch * rows;
-    const Index per = std::min(cols, std::max<Index>(1, partials->buffer.capacity() / colBytes));
-    S* P = reinterpret_cast<S*>(partials->reserve(colBytes * per, stream));
+    const Index per = grow ? cols : std::min(cols, std::max<Index>(1, work.buffer.capacity() / colBytes));
+    S* P = reinterpret_cast<S*>(work.reserve(colBytes * per, stream));
     for (Index c0 = 0; c0 < cols; c0 += per) {
       const Index nc = std::min(per, cols - c0);
       batched(c0, nc, kc, batch, P);
@@ -331,25 +340,16 @@ struct CudaOps {
       }
       kernels::launchAddBatches<S>(P, batch, rows, nc, alpha, b, C + c0 * ldc, ldc, stream);
     }
-    return true;
   }
   /// C = alpha A^T B + beta C as strided-batched products over chunks of kSplitKChunk rows and a reduction, where that
   /// is faster than cuBLAS's own choice (float, C at most 64 x 64, at least 2^20 rows; see kSplitKChunk). Returns
   /// false (nothing done) elsewhere. The partials live in the conversion workspace, unused by FP32 products.
-  bool gemmSplitK(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C, Index k) {
-    if (!std::is_same<S, float>::value || ta != Op::T || tb != Op::N || conversion == nullptr ||
-        k < kSplitKMinInner || C.rows > kSplitKMaxOut || C.cols > kSplitKMaxOut)
+  template <class Batched, class Plain>
+  bool gemmSplitK(Index rows, Index cols, Index k, S alpha, S beta, S* C, Index ldc, Batched batched, Plain plain) {
+    if (!std::is_same<S, float>::value || conversion == nullptr || k < kSplitKMinInner || rows > kSplitKMaxOut ||
+        cols > kSplitKMaxOut)
       return false;
-    const Index batch = k / kSplitKChunk, rest = k - batch * kSplitKChunk;
-    S* P = reinterpret_cast<S*>(conversion->reserve(Index(sizeof(S)) * batch * C.rows * C.cols, stream));
-    Blas<S>::gemmStridedBatchedTN(blas, C.rows, C.cols, kSplitKChunk, A.p, A.ld, kSplitKChunk, B.p, B.ld,
-                                  kSplitKChunk, P, C.rows, C.rows * C.cols, batch);
-    if (rest > 0) {  // the last rows first, into C with beta; the partials are then added
-      Blas<S>::gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, C.cols, rest, alpha, A.p + batch * kSplitKChunk, A.ld,
-                    B.p + batch * kSplitKChunk, B.ld, beta, C.p, C.ld);
-      beta = S(1);
-    }
-    kernels::launchAddBatches<S>(P, batch, C.rows, C.cols, alpha, beta, C.p, C.ld, stream);
+    gemmChunks(rows, cols, k, kSplitKChunk, alpha, beta, C, ldc, *conversion, true, batched, plain);
     return true;
   }
   /// C = alpha op(A) op(B) + beta C in the storage precision, whatever the mode (small products inside a panel).
