@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# bundle_for_device.sh - copy the executables of a local sm_90 build into build-dev/bin, so that a device run can
+# carry them (the device tool's carry: ["build-dev"], about 35 MB) instead of spending 2-3 minutes of device time
+# configuring and building there. Run from the repository root after building, e.g.:
+#
+#   cmake -S . -B build-sm90 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTCQR_ENABLE_CUDA=ON \
+#         -DTCQR_BUILD_TESTS=ON -DTCQR_BUILD_EXAMPLES=ON -DTCQR_BUILD_BENCH=ON && cmake --build build-sm90 -j
+#   tools/bundle_for_device.sh build-sm90
+#
+# The executables link cuBLAS/cuSOLVER/cudart dynamically (the device's own libraries are used) and need glibc 2.34
+# or later (Ubuntu 24.04 has 2.39). build-dev/COMMIT records the commit (and "-dirty") they were built from; pass
+# it to the benchmarks' --commit.
+set -euo pipefail
+src="${1:-build-sm90}"
+[[ -f "$src/CMakeCache.txt" ]] || { echo "bundle_for_device.sh: $src is not a build folder" >&2; exit 2; }
+grep -q 'CMAKE_CUDA_ARCHITECTURES:STRING=90' "$src/CMakeCache.txt" || { echo "bundle_for_device.sh: $src is not an sm_90 build" >&2; exit 2; }
+rm -rf build-dev && mkdir -p build-dev/bin
+for f in "$src"/tests/test_*_gpu "$src"/bench/* "$src"/examples/example_*; do
+  [[ -f "$f" && -x "$f" ]] && cp "$f" build-dev/bin/
+done
+commit="$(git rev-parse --short HEAD)"
+git diff --quiet HEAD -- include src kernels tests bench examples || commit="$commit-dirty"
+echo "$commit" > build-dev/COMMIT
+du -sh build-dev
+ls build-dev/bin
