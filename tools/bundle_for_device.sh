@@ -13,7 +13,7 @@
 set -euo pipefail
 src="${1:-build-sm90}"
 [[ -f "$src/CMakeCache.txt" ]] || { echo "bundle_for_device.sh: $src is not a build folder" >&2; exit 2; }
-grep -q 'CMAKE_CUDA_ARCHITECTURES:STRING=90' "$src/CMakeCache.txt" || { echo "bundle_for_device.sh: $src is not an sm_90 build" >&2; exit 2; }
+grep -Eq 'CMAKE_CUDA_ARCHITECTURES:[A-Z]+=90$' "$src/CMakeCache.txt" || { echo "bundle_for_device.sh: $src is not an sm_90 build" >&2; exit 2; }
 rm -rf build-dev && mkdir -p build-dev/bin
 for f in "$src"/tests/test_*_gpu "$src"/bench/* "$src"/examples/example_*; do
   [[ -f "$f" && -x "$f" ]] && cp "$f" build-dev/bin/
