@@ -8,11 +8,13 @@
 //              of the tree with the signs folded into the top level's input (Q_tree S), so no extra pass over Q.
 //   Panel:     n <= kTsqrMaxCols, m > n, WY form requested: the full tsqrPanel (tree + explicit Q + ReconstructWY).
 //   Recursive: everything else (n > kTsqrMaxCols or m == n): the recursive QR with TSQR panels where they apply.
-// Panel and Recursive give the packed factor, tau and W = Y T; then R = triu(A(0:n, :)), T from S = Y^T Y (LAPACK
-// larft) and the thin Q = (I - W Y^T) [I; 0] = [I; 0] - W Y1^T with Y1 the unit lower top n x n block of Y.
+// Panel and Recursive give the packed factor, tau and W = Y T (Recursive without the thin Q: W as WY blocks, unused);
+// then R = triu(A(0:n, :)), T from S = Y^T Y (LAPACK larft) and the thin Q = (I - W Y^T) [I; 0] = [I; 0] - W Y1^T
+// with Y1 the unit lower top n x n block of Y.
 #pragma once
 
 #include <algorithm>
+#include <vector>
 
 #include "tcqr/Error.h"
 
@@ -103,7 +105,10 @@ void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb
     tsqrPanel(ops, v.A, v.tau, v.W, v.scratch, src, notFinite);
   } else {
     if (src.p != nullptr) ops.copy(src, v.A);  // (the Panel path: src was scanned with the identity columns)
-    factor(ops, v.A, v.tau, v.W, nb, panel, v.scratch, static_cast<S*>(nullptr), identity);
+    // Only the thin Q reads W (merged: one m x n x n product below). For R and the WY form W can stay a product of
+    // blocks (factorRecursive's `blocks`), which skips the merges down the recursion's right-hand spine.
+    std::vector<Index> blocks;
+    factor(ops, v.A, v.tau, v.W, nb, panel, v.scratch, static_cast<S*>(nullptr), identity, wantQ ? nullptr : &blocks);
   }
 
   View<S> A1 = v.A.topRows(n);
