@@ -163,13 +163,16 @@ __device__ __forceinline__ void makeReflector(S (&x)[NC / kTileWarps][kSlots], i
   }
 }
 
-template <typename S, int kTileWarps>
-__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
+// kFormQ (one tile, the top of a tree; launchTsqrTileQR's formQ): a separate instantiation, so that the shapes of the
+// wide levels compile exactly as without it, with a register budget of its own (one block per SM: it runs alone).
+template <typename S, int kTileWarps, bool kFormQ = false>
+__global__ void __launch_bounds__(32 * kTileWarps, (kFormQ ? 1 : kTileBlocksPerSM<S, kTileWarps>)) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
                                                                  Index tiles, S* __restrict__ tau,
                                                                  S* __restrict__ Rout, Index ldr,
                                                                  const S* __restrict__ src, Index lds,
                                                                  int* notFinite, bool storeAll,
                                                                  std::uint32_t* lastRow, std::uint32_t cap) {
+  extern __shared__ __align__(16) unsigned char smem[];  // kFormQ only: the reflectors, TR x NC
   __shared__ S sv[2][TR];
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
@@ -234,9 +237,41 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
     if (c >= n) continue;
-    if (storeAll || t == 0) storeColumn(x[q], X + r0 + c * ldx, nr, lane);
+    if (!kFormQ && (storeAll || t == 0)) storeColumn(x[q], X + r0 + c * ldx, nr, lane);
     if (lane < n) Rout[t * n + lane + c * ldr] = (lane <= c) ? x[q][0] : S(0);
     if (lane == 0) tau[t * n + c] = sTau[c];
+  }
+  if constexpr (!kFormQ) return;
+
+  // The tile's explicit Q, column c = H_0 ... H_{n-1} e_c = H_0 ... H_c e_c (the reflectors j > c are zero in row c
+  // and leave e_c alone): what tsqrTileApplyQKernel computes from C = I (the same operations in the same order for
+  // the 32-warp shape, which a single tile gets), without its launch, its identity C and its reading the reflectors
+  // back. The reflectors go to shared memory, their unit diagonal explicit.
+  S* V = reinterpret_cast<S*>(smem);
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int r = lane + 32 * k;
+      V[c * TR + r] = (r > c) ? x[q][k] : ((r == c) ? S(1) : S(0));
+      x[q][k] = (c < n && r == c) ? S(1) : S(0);
+    }
+  }
+  __syncthreads();
+  for (int j = n - 1; j >= 0; --j) {
+    const S tj = sTau[j];
+    if (tj == S(0)) continue;
+    S vr[kSlots];
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
+    const int q0 = j <= warp ? 0 : (j - warp + kTileWarps - 1) / kTileWarps;  // the columns c >= j
+    reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
+  }
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+    if (c < n) storeColumn(x[q], X + r0 + c * ldx, nr, lane);
   }
 }
 
@@ -563,16 +598,24 @@ void checkTileShape(Index m, Index n, Index tiles, const char* who) {
 template <typename S>
 void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream,
                       const S* src, Index lds, int* notFinite, bool storeAll, std::uint32_t* lastRow,
-                      std::uint32_t cap) {
+                      std::uint32_t cap, bool formQ) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrTileQR");
   const unsigned grid = static_cast<unsigned>(tiles);
-  if (manyTiles(tiles))
+  if (formQ) {  // the top of a tree: few tiles, the latency shape
+    if (!storeAll && src)
+      detail::throwError(ErrorSource::Kernel, 0, "formQ needs storeAll", "launchTsqrTileQR", __FILE__, __LINE__);
+    const size_t bytes = sizeof(S) * TR * NC;  // the reflectors, for the explicit Q
+    allowSharedMemory(tsqrTileQRKernel<S, 32, true>, bytes);
+    tsqrTileQRKernel<S, 32, true><<<grid, 32 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout,
+                                                                     ldr, src, lds, notFinite, true, lastRow, cap);
+  } else if (manyTiles(tiles)) {
     tsqrTileQRKernel<S, 8><<<grid, 8 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr, src,
                                                          lds, notFinite, storeAll || !src, lastRow, cap);
-  else
+  } else {
     tsqrTileQRKernel<S, 32><<<grid, 32 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr,
                                                            src, lds, notFinite, storeAll || !src, lastRow, cap);
+  }
   TCQR_CHECK_LAUNCH("tsqrTileQRKernel");
 }
 
@@ -624,7 +667,7 @@ void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, I
 
 #define TCQR_INSTANTIATE(S)                                                                                        \
   template void launchTsqrTileQR<S>(S*, Index, Index, Index, Index, S*, S*, Index, cudaStream_t, const S*, Index,  \
-                                    int*, bool, std::uint32_t*, std::uint32_t);                                                                   \
+                                    int*, bool, std::uint32_t*, std::uint32_t, bool);                              \
   template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t, S*, \
                                         Index, Index);                                                             \
   template void launchTsqrApplyQReconstructWY<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index,   \

@@ -329,7 +329,8 @@ class CudaQRState final : public QRState<S> {
     if (srcPanel) {
       TCQR_CHECK(cudaMemsetAsync(m_lastRow.device.get(), 0, sizeof(std::uint32_t) * k, stream()));
       const TsqrTree<S> t =
-          tsqrTree(ops, viewA(), m_scratch.get(), src, m_flags.get(), true, m_lastRow.device.get());
+          tsqrTree(ops, viewA(), m_scratch.get(), src, m_flags.get(), true, m_lastRow.device.get(),
+                   /*formTopQ=*/true);
       identity = m_lastRow.identityColumns(k, stream());
       if (!anySet(identity.data(), k)) {
         tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), viewW());

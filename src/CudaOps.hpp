@@ -453,6 +453,11 @@ struct CudaOps {
     kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, Rout.p, Rout.ld, stream, src.p, src.ld,
                                  notFinite, storeAll, lastRow, exactIdentityCap(X.rows, X.cols));
   }
+  void tsqrTileQRFormQ(View<S> X, S* tau, View<S> R) {
+    const auto t = traced("tsqr top tile QR + Q");
+    kernels::launchTsqrTileQR<S>(X.p, X.ld, X.rows, X.cols, 1, tau, R.p, R.ld, stream, nullptr, 0, nullptr, true,
+                                 nullptr, 0, /*formQ=*/true);
+  }
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
     const auto t = traced("tsqr apply Q");
     kernels::launchTsqrTileApplyQ<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, stream);

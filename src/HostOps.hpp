@@ -253,6 +253,13 @@ struct HostOps {
         lastRow[j] = std::max(lastRow[j], hostLastRow(X, j, exactIdentityCap(X.rows, X.cols)));
     tsqrTileQR(X, tiles, tau, Rout);
   }
+  void tsqrTileQRFormQ(View<S> X, S* tau, View<S> R) {
+    tsqrTileQR(X, 1, tau, R);
+    const Index n = X.cols;
+    std::vector<S> identity(static_cast<size_t>(n * n), S(0));
+    for (Index j = 0; j < n; ++j) identity[static_cast<size_t>(j + j * n)] = S(1);
+    tsqrTileApplyQ(X, 1, tau, View<S>(identity.data(), n, n, n));
+  }
   void tsqrTileApplyQ(View<S> X, Index tiles, const S* tau, View<S> C) {
     const Index n = X.cols;
     Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> B;

@@ -7,7 +7,8 @@
 // (R only) or after the explicit Q (thin Q); tsqrPanel chains all three for the recursion.
 // Ops must additionally provide:
 //   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileQRFrom(src, X, tiles, tau, Rstack, notFinite, storeAll),
-//   tsqrTileApplyQ(X, tiles, tau, C), tsqrTopRowsQ(X, tiles, tau, C, out),
+//   tsqrTileQRFormQ(X, tau, R) (one tile: tsqrTileQR, then X <- its explicit Q), tsqrTileApplyQ(X, tiles, tau, C),
+//   tsqrTopRowsQ(X, tiles, tau, C, out),
 //   signedLU(LU, s, T), tsqrApplyQReconstructWY(X, tiles, tau, C, LU, s, T, R, A, W, tauOut), setIdentity(A)
 #pragma once
 
@@ -77,7 +78,8 @@ inline bool tsqrApplicable(Index m, Index n) { return n >= 1 && n <= kTsqrMaxCol
 
 /// The levels of a factored TSQR tree. Level l's tiles hold their reflectors in X[l] (level 0 is the panel itself,
 /// level l > 0 the stacked R's of level l - 1) with coefficients tau[l]; R is the top tile's R (the tiles' signs,
-/// zeros below the diagonal). `end` is the first scratch scalar the tree does not use.
+/// zeros below the diagonal). With topQ the top level (then not level 0) holds its explicit Q instead of its
+/// reflectors (tsqrTree's formTopQ). `end` is the first scratch scalar the tree does not use.
 template <typename S>
 struct TsqrTree {
   static constexpr int kMaxLevels = 64;
@@ -85,6 +87,7 @@ struct TsqrTree {
   Index tiles[kMaxLevels] = {};
   S* tau[kMaxLevels] = {};
   int levels = 0;
+  bool topQ = false;
   View<S> R;
   S* end = nullptr;
 };
@@ -96,9 +99,11 @@ struct TsqrTree {
 /// 0 is stored into A (all tsqrTopBlockQ needs): for R alone the matrix is then read once and nothing is written.
 /// With `src` and `lastRow` (n entries, zero on entry), level 0 also records the last nonzero row of every column of
 /// src, capped at exactIdentityCap (what identityReflectorColumns reads), at no extra pass over the matrix.
+/// With formTopQ, a top level above level 0 is factored and turned into its explicit Q in one step (t.topQ; what
+/// tsqrPanelFromTree starts from): only for callers that form the whole Q top-down from the identity.
 template <class Ops, typename S>
 TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr,
-                     bool keepLevel0 = true, std::uint32_t* lastRow = nullptr) {
+                     bool keepLevel0 = true, std::uint32_t* lastRow = nullptr, bool formTopQ = false) {
   const Index n = A.cols;
   TsqrTree<S> t;
   S* p = scratch;
@@ -120,10 +125,14 @@ TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), i
       Rout = View<S>(p, tiles * n, n, tiles * n);
       p += tiles * n * n;
     }
-    if (fromSrc)
+    if (fromSrc) {
       ops.tsqrTileQRFrom(src, X, tiles, tauL, Rout, notFinite, keepLevel0, lastRow);
-    else
+    } else if (tiles == 1 && formTopQ && t.levels > 1) {
+      ops.tsqrTileQRFormQ(X, tauL, Rout);
+      t.topQ = true;
+    } else {
       ops.tsqrTileQR(X, tiles, tauL, Rout);
+    }
     if (tiles == 1) break;
     X = Rout;
   }
@@ -133,6 +142,7 @@ TsqrTree<S> tsqrTree(Ops& ops, View<S> A, S* scratch, View<S> src = View<S>(), i
 
 /// Stage 2: the explicit thin Q, top-down. Level 0 (the panel A) ends up holding Q_tree C, where C (n x n) is the
 /// input of the top level (the identity for Q itself). Overwrites every level's reflectors; C may be overwritten.
+/// Needs a tree without topQ.
 template <class Ops, typename S>
 void tsqrExplicitQ(Ops& ops, const TsqrTree<S>& t, View<S> C) {
   for (int l = t.levels - 1; l >= 0; --l) {
@@ -146,7 +156,8 @@ inline Index tsqrTopBlockScratchSize(Index n) { return 2 * kTsqrTileRows * n; }
 
 /// Q1, the top n x n block of the tree's explicit Q, written to Q1 (n x n), without forming the rest: only tile 0 of
 /// each level contributes to the top rows, so each level applies its tile 0 to a copy of that tile (the tree is left
-/// intact for tsqrExplicitQ). C (n x n) is scratch; `tiles` holds tsqrTopBlockScratchSize(n) scalars.
+/// intact for tsqrExplicitQ). C (n x n) is scratch; `tiles` holds tsqrTopBlockScratchSize(n) scalars. Needs a tree
+/// without topQ.
 template <class Ops, typename S>
 void tsqrTopBlockQ(Ops& ops, const TsqrTree<S>& t, View<S> C, S* tiles, View<S> Q1) {
   const Index n = t.R.cols;
@@ -170,7 +181,7 @@ void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S
 
 template <class Ops, typename S>
 void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr) {
-  const TsqrTree<S> t = tsqrTree(ops, A, scratch, src, notFinite);  // 1. the tree
+  const TsqrTree<S> t = tsqrTree(ops, A, scratch, src, notFinite, true, nullptr, /*formTopQ=*/true);  // 1. the tree
   tsqrPanelFromTree(ops, t, A, tau, W);
 }
 
@@ -183,8 +194,14 @@ void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S
 
   View<S> C(p, n, n, n);  // 2. explicit Q, from the top level down to level 1
   p += n * n;
-  ops.setIdentity(C);
-  for (int l = t.levels - 1; l >= 1; --l) {
+  int l = t.levels - 1;
+  if (t.topQ) {  // the top level's Q is formed already
+    C = t.X[l];
+    --l;
+  } else {
+    ops.setIdentity(C);
+  }
+  for (; l >= 1; --l) {
     ops.tsqrTileApplyQ(t.X[l], t.tiles[l], t.tau[l], C);
     C = t.X[l];
   }

@@ -66,10 +66,12 @@ namespace kernels {
 /// With storeAll = false only tile 0's reflectors are written to X (R and tau of every tile still are).
 /// With `lastRow` non-null (n entries) lastRow[j] is raised to min(1 + the last nonzero row of column j, cap), as
 /// launchScanColumns records it.
+/// With formQ (and storeAll) X receives each tile's explicit Q, H_0 ... H_{n-1} [I; 0] (tile rows x n), instead of
+/// its reflectors: the top level of a TSQR tree, saving the separate launchTsqrTileApplyQ with C = I.
 template <typename S>
 void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S* Rout, Index ldr, cudaStream_t stream,
                       const S* src = nullptr, Index lds = 0, int* notFinite = nullptr, bool storeAll = true,
-                      std::uint32_t* lastRow = nullptr, std::uint32_t cap = 0);
+                      std::uint32_t* lastRow = nullptr, std::uint32_t cap = 0, bool formQ = false);
 
 /// The transpose step of a level: each tile of X (holding reflectors from launchTsqrTileQR) is overwritten with
 /// H_0 ... H_{n-1} [C_t; 0], where C_t are rows [t*n, t*n + n) of C (ldc). The result is this level's explicit Q.
@@ -95,6 +97,7 @@ void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Inde
 /// With T non-null, also T (n x n, ldt) = U S L^{-T}, the upper triangular T of the compact WY form (zero below).
 template <typename S>
 void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T = nullptr, Index ldt = 0);
+
 
 
 }  // namespace kernels
