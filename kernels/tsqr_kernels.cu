@@ -115,6 +115,34 @@ __device__ __forceinline__ void reflectFrom(int q0, const S (&v)[kSlots], S (&x)
   }
 }
 
+/// Entry (r, c) of the explicit reflector matrix of a tile (unit lower trapezoid) from the packed factor's value.
+template <typename S>
+__device__ __forceinline__ S reflectorEntry(int r, int c, S packed) {
+  return (r > c) ? packed : ((r == c) ? S(1) : S(0));
+}
+
+/// x <- H_0 ... H_{n-1} x for a warp's register-resident columns, the reflectors in shared memory (V, TR x NC, unit
+/// diagonal explicit; sTau their coefficients), no barrier. kFromIdentity: column c of x is e_c, which the reflectors
+/// j > c leave alone, so reflector j only runs on the columns c >= j.
+template <typename S, int kTileWarps, bool kFromIdentity>
+__device__ __forceinline__ void applySharedReflectors(const S* V, const S* sTau, int n, S (&x)[NC / kTileWarps][kSlots],
+                                                      int warp, int lane) {
+  constexpr int kColsPerWarp = NC / kTileWarps;
+  for (int j = n - 1; j >= 0; --j) {
+    const S tj = sTau[j];
+    if (tj == S(0)) continue;
+    S vr[kSlots];
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
+    if constexpr (kFromIdentity) {
+      const int q0 = j <= warp ? 0 : (j - warp + kTileWarps - 1) / kTileWarps;  // the columns c >= j
+      reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
+    } else {
+      reflectColumns<S, kColsPerWarp, 0>(vr, x, tj, lane);  // columns >= n are zero and stay zero
+    }
+  }
+}
+
 /// Writes the first nr rows of a register-resident column to col (global memory).
 template <typename S>
 __device__ __forceinline__ void storeColumn(const S (&x)[kSlots], S* col, int nr, int lane) {
@@ -254,20 +282,12 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kFormQ ? 1 : kTileBlocksPerS
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int r = lane + 32 * k;
-      V[c * TR + r] = (r > c) ? x[q][k] : ((r == c) ? S(1) : S(0));
+      V[c * TR + r] = reflectorEntry(r, c, x[q][k]);
       x[q][k] = (c < n && r == c) ? S(1) : S(0);
     }
   }
   __syncthreads();
-  for (int j = n - 1; j >= 0; --j) {
-    const S tj = sTau[j];
-    if (tj == S(0)) continue;
-    S vr[kSlots];
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
-    const int q0 = j <= warp ? 0 : (j - warp + kTileWarps - 1) / kTileWarps;  // the columns c >= j
-    reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
-  }
+  applySharedReflectors<S, kTileWarps, true>(V, sTau, n, x, warp, lane);
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
@@ -292,23 +312,14 @@ __device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index
     for (int k = 0; k < kSlots; ++k) {
       const int r = lane + 32 * k;
       if (c < n) {
-        const S val = (r < nr) ? X[r0 + r + c * ldx] : S(0);
-        V[c * TR + r] = (r > c) ? val : ((r == c) ? S(1) : S(0));
+        V[c * TR + r] = reflectorEntry(r, c, (r < nr) ? X[r0 + r + c * ldx] : S(0));
       }
       x[q][k] = (c < n && r < n) ? C[t * n + r + c * ldc] : S(0);
     }
     if (c < n && lane == 0) sTau[c] = tau[t * n + c];
   }
   __syncthreads();
-
-  for (int j = n - 1; j >= 0; --j) {
-    const S tj = sTau[j];
-    if (tj == S(0)) continue;
-    S vr[kSlots];
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
-    reflectColumns<S, kColsPerWarp, 0>(vr, x, tj, lane);  // columns >= n are zero and stay zero
-  }
+  applySharedReflectors<S, kTileWarps, false>(V, sTau, n, x, warp, lane);
 }
 
 // The apply step of a level. With out == nullptr the result overwrites the tile in X; otherwise only tile 0 runs
