@@ -36,9 +36,9 @@ __device__ __forceinline__ double tinyNormSq<double>() { return DBL_MIN; }
 
 // Register-resident tile (TPDS'25 Fig. 4, right): column c belongs to warp c % kTileWarps, which keeps it in
 // registers as slot c / kTileWarps; lane l holds rows l, l+32, ..., l+224 (kSlots values). Every reduction is a
-// shuffle inside one warp; the reflector of step j is published through a double-buffered shared vector, so one
-// barrier per column suffices. 8 warps x 4 columns (rather than 32 warps x 1) lets several tiles share an SM and
-// gives each warp 4 independent columns to overlap.
+// shuffle inside one warp; reflector j is published in its own column of shared memory, with a producer/consumer
+// barrier per step (tsqrTileQRKernel). 8 warps x 4 columns (rather than 32 warps x 1) lets several tiles share an SM
+// and gives each warp 4 independent columns to overlap.
 //
 // Two shapes of the same kernel, chosen per TSQR level (launchers below): 8 warps x 4 columns for levels with many
 // tiles (several tiles share an SM, each warp overlaps 4 independent columns: level 0 of 8388608 x 32 float went from
@@ -191,28 +191,16 @@ __device__ __forceinline__ void makeReflector(S (&x)[NC / kTileWarps][kSlots], i
   }
 }
 
-// kFormQ (one tile, the top of a tree; launchTsqrTileQR's formQ): a separate instantiation, so that the shapes of the
-// wide levels compile exactly as without it, with a register budget of its own (one block per SM: it runs alone).
-template <typename S, int kTileWarps, bool kFormQ = false>
-__global__ void __launch_bounds__(32 * kTileWarps, (kFormQ ? 1 : kTileBlocksPerSM<S, kTileWarps>)) tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n,
-                                                                 Index tiles, S* __restrict__ tau,
-                                                                 S* __restrict__ Rout, Index ldr,
-                                                                 const S* __restrict__ src, Index lds,
-                                                                 int* notFinite, bool storeAll,
-                                                                 std::uint32_t* lastRow, std::uint32_t cap) {
-  extern __shared__ __align__(16) unsigned char smem[];  // kFormQ only: the reflectors, TR x NC
-  __shared__ S sv[2][TR];
-  __shared__ S sTau[NC];
-  const Index t = blockIdx.x;
-  const Index r0 = tsqrTileBegin(m, tiles, t);
-  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+/// Loads a tile into registers (the input: X itself, or src, level 0 read straight from the caller's matrix, checked
+/// for NaN/Inf on the way), zero beyond its nr rows and n columns; with lastRow, records 1 + the last nonzero row of
+/// each column, capped (launchScanColumns' record, for free here).
+template <typename S, int kTileWarps>
+__device__ __forceinline__ void loadTile(const S* X, Index ldx, const S* src, Index lds, Index r0, int nr, int n,
+                                         int* notFinite, std::uint32_t* lastRow, std::uint32_t cap,
+                                         S (&x)[NC / kTileWarps][kSlots], int warp, int lane) {
   constexpr int kColsPerWarp = NC / kTileWarps;
-
-  // The input: X itself, or src (level 0 read straight from the caller's matrix, checked for NaN/Inf on the way).
   const S* in = src ? src : X;
   const Index ldin = src ? lds : ldx;
-  S x[kColsPerWarp][kSlots];
   bool finite = true;
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
@@ -225,7 +213,7 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kFormQ ? 1 : kTileBlocksPerS
     }
   }
   if (notFinite && !__all_sync(0xffffffffu, finite) && lane == 0) *notFinite = 1;
-  if (lastRow) {  // 1 + the last nonzero row of each column, capped (launchScanColumns' record, for free here)
+  if (lastRow) {
 #pragma unroll
     for (int q = 0; q < kColsPerWarp; ++q) {
       const int c = warp + kTileWarps * q;
@@ -240,27 +228,15 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kFormQ ? 1 : kTileBlocksPerS
       if (lane == 0 && c < n && last > *(volatile std::uint32_t*)(lastRow + c)) atomicMax(lastRow + c, last);
     }
   }
+}
 
-  // Look-ahead by one column: in step j every warp applies reflector j to its columns, and the warp owning column
-  // j + 1 then builds reflector j + 1 at once, so one barrier per step separates publishing a reflector from its use
-  // and the critical path of a step is one reflection plus one reflector (rather than a warp's whole update plus one
-  // reflector plus a second wait).
-  if (warp == 0) makeReflector<S, kTileWarps>(x, 0, sv[0], sTau, lane);
-  __syncthreads();
-  for (int j = 0; j < n; ++j) {
-    const S tj = sTau[j];
-    const S* v = sv[j & 1];
-    S vr[kSlots];
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) vr[k] = v[lane + 32 * k];
-    // Columns c = warp + kTileWarps q > j take reflector j (those >= n are zero and stay zero).
-    const int q0 = j < warp ? 0 : (j - warp) / kTileWarps + 1;
-    reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
-    if (j + 1 < n && warp == (j + 1) % kTileWarps)
-      makeReflector<S, kTileWarps>(x, j + 1, sv[(j + 1) & 1], sTau, lane);
-    __syncthreads();
-  }
-
+/// A factored tile's outputs from the owning warps' registers: the packed columns (unless kFormQ, or storeAll is
+/// false and t > 0), its R into Rout and its coefficients into tau.
+template <typename S, int kTileWarps, bool kFormQ>
+__device__ __forceinline__ void storeTileResults(S* X, Index ldx, Index r0, int nr, int n, Index t, bool storeAll,
+                                                 S* tau, S* Rout, Index ldr, const S* sTau,
+                                                 const S (&x)[NC / kTileWarps][kSlots], int warp, int lane) {
+  constexpr int kColsPerWarp = NC / kTileWarps;
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
@@ -269,30 +245,196 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kFormQ ? 1 : kTileBlocksPerS
     if (lane < n) Rout[t * n + lane + c * ldr] = (lane <= c) ? x[q][0] : S(0);
     if (lane == 0) tau[t * n + c] = sTau[c];
   }
-  if constexpr (!kFormQ) return;
+}
 
-  // The tile's explicit Q, column c = H_0 ... H_{n-1} e_c = H_0 ... H_c e_c (the reflectors j > c are zero in row c
-  // and leave e_c alone): what tsqrTileApplyQKernel computes from C = I (the same operations in the same order for
-  // the 32-warp shape, which a single tile gets), without its launch, its identity C and its reading the reflectors
-  // back. The reflectors go to shared memory, their unit diagonal explicit.
-  S* V = reinterpret_cast<S*>(smem);
+/// The tile's explicit Q into X, column c = H_0 ... H_{n-1} e_c = H_0 ... H_c e_c (the reflectors j > c are zero in
+/// row c and leave e_c alone): what tsqrTileApplyQKernel computes from C = I (the same operations in the same order
+/// for the 32-warp shape, which a single tile gets), without its launch, its identity C and its reading the
+/// reflectors back. V holds the reflectors (TR x NC, unit diagonal explicit) and must be complete; x is overwritten.
+template <typename S, int kTileWarps>
+__device__ __forceinline__ void formTileQ(S* X, Index ldx, Index r0, int nr, int n, const S* V, const S* sTau,
+                                          S (&x)[NC / kTileWarps][kSlots], int warp, int lane) {
+  constexpr int kColsPerWarp = NC / kTileWarps;
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      const int r = lane + 32 * k;
-      V[c * TR + r] = reflectorEntry(r, c, x[q][k]);
-      x[q][k] = (c < n && r == c) ? S(1) : S(0);
-    }
+    for (int k = 0; k < kSlots; ++k) x[q][k] = (c < n && lane + 32 * k == c) ? S(1) : S(0);
   }
-  __syncthreads();
   applySharedReflectors<S, kTileWarps, true>(V, sTau, n, x, warp, lane);
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
     if (c < n) storeColumn(x[q], X + r0 + c * ldx, nr, lane);
   }
+}
+
+// ---- The tile QR: producer/consumer barriers -----------------------------------------------------------------------
+// Look-ahead by one column: in step j every warp applies reflector j to its columns, and the warp owning column j + 1
+// builds reflector j + 1 from it at once. A __syncthreads per step (the kernel until 2026-11-26) made step j + 1 wait
+// until every warp had applied reflector j to all of its columns, although only the owner of column j + 1 needs to
+// have done so. Here each reflector has its own column of shared memory (no buffer is reused, so nobody waits for a
+// slower reader) and its own hardware barrier instance: the warp that builds reflector j arrives (bar.arrive, no
+// wait) and the warps that still own columns > j wait for it (bar.sync), so the critical path of a step is the
+// owner's own work and the other warps catch up in its shadow. With kFusedNorm the owner of column j + 1 also gets
+// the squared norm of that column's updated tail from the same warp reduction as the reflection (downdating, below),
+// which removes a second reduction from the critical path.
+
+__device__ __forceinline__ void barArrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void barSync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+/// Hardware barrier of step j (ids 1-4; 0 is __syncthreads'). A warp arrives at step j + 2 only after step j has
+/// completed (it waited at step j + 1, or built reflector j + 1 after waiting at step j), so two ids would suffice.
+__device__ __forceinline__ int stepBarrier(int j) { return 1 + (j & 3); }
+/// Threads taking part in step j: the warps that own a column >= j (the builder of reflector j and its users).
+template <int kTileWarps>
+__device__ __forceinline__ int stepThreads(int j, int n) { return 32 * min(kTileWarps, n - j); }
+
+/// The Householder reflector of column j + 1 from its register slot, given alpha = its entry in row j + 1 and sq = the
+/// squared norm of its tail below row j + 1 (makeReflector's rule and outputs).
+template <typename S>
+__device__ __forceinline__ void finishReflector(S (&xq)[kSlots], int jn, S alpha, S sq, S* v, S* sTau, int lane) {
+  S tj, beta, scale;
+  if (sq <= tinyNormSq<S>()) {
+    tj = S(0);
+    beta = alpha;
+    scale = S(0);
+  } else {
+    beta = sqrt(alpha * alpha + sq);
+    if (alpha >= S(0)) beta = -beta;
+    tj = (beta - alpha) / beta;
+    scale = S(1) / (alpha - beta);
+  }
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int r = lane + 32 * k;
+    if (r > jn) xq[k] *= scale;
+    else if (r == jn) xq[k] = beta;
+    v[r] = (r > jn) ? xq[k] : ((r == jn) ? S(1) : S(0));
+  }
+  if (lane == 0) sTau[jn] = tj;
+}
+
+/// Reflector j (v, tj) applied to column slot Q, which holds column jn = j + 1, fused with building reflector jn.
+/// One warp reduction gives v^T x and, over the rows below jn, x^T x, v^T x and v^T v of the column before the
+/// update; the tail's squared norm after x <- x - d v is then x^T x - 2 d v^T x + d^2 v^T v. That sum cancels when the
+/// column is nearly in the span of the previous ones, so it is kept only when it is at least half of the sum of its
+/// terms' magnitudes (relative error then within a few times a direct sum's); otherwise, and always for an exactly
+/// zero tail (LAPACK's tau = 0 rule needs the exact zero), the tail is summed again directly.
+template <typename S, int kCols, int Q>
+__device__ __forceinline__ void reflectAndBuildNextAt(const S (&v)[kSlots], S (&x)[kCols][kSlots], S tj, int jn,
+                                                      S* vOut, S* sTau, int lane) {
+  S p[4] = {S(0), S(0), S(0), S(0)};
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int r = lane + 32 * k;
+    const S xv = x[Q][k], vv = v[k];
+    p[0] += vv * xv;
+    if (r > jn) {
+      p[1] += xv * xv;
+      p[2] += vv * xv;
+      p[3] += vv * vv;
+    }
+  }
+  const S xj = __shfl_sync(0xffffffffu, x[Q][0], jn), vj = __shfl_sync(0xffffffffu, v[0], jn);  // row jn < 32
+  warpSum4(p, lane);
+  const S d = p[0] * tj;
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) x[Q][k] = fma(-d, v[k], x[Q][k]);
+  const S alpha = fma(-d, vj, xj);  // = x[Q][0] of lane jn, the same operation
+  const S cross = d * p[2];
+  S sq = fma(d, fma(d, p[3], S(-2) * p[2]), p[1]);
+  const S terms = p[1] + S(2) * fabs(cross) + d * d * p[3];
+  if (!(sq >= S(0.5) * terms) || terms == S(0)) {
+    sq = S(0);
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k)
+      if (lane + 32 * k > jn) sq += x[Q][k] * x[Q][k];
+    sq = warpSum(sq);
+  }
+  finishReflector(x[Q], jn, alpha, sq, vOut, sTau, lane);
+}
+
+template <typename S, int kCols>
+__device__ __forceinline__ void reflectAndBuildNext(int q, const S (&v)[kSlots], S (&x)[kCols][kSlots], S tj, int jn,
+                                                    S* vOut, S* sTau, int lane) {
+  if constexpr (kCols == 4) {
+    switch (q) {
+      case 0: reflectAndBuildNextAt<S, 4, 0>(v, x, tj, jn, vOut, sTau, lane); break;
+      case 1: reflectAndBuildNextAt<S, 4, 1>(v, x, tj, jn, vOut, sTau, lane); break;
+      case 2: reflectAndBuildNextAt<S, 4, 2>(v, x, tj, jn, vOut, sTau, lane); break;
+      default: reflectAndBuildNextAt<S, 4, 3>(v, x, tj, jn, vOut, sTau, lane); break;
+    }
+  } else {
+    reflectAndBuildNextAt<S, 1, 0>(v, x, tj, jn, vOut, sTau, lane);
+  }
+}
+
+/// Whether a tile shape uses the fused norm. Measured on the H100 (2026-11-26, A/B in one process per variant, logs/
+/// 2026-11-26-h100-tile-qr-flow-ab.log): producer/consumer barriers alone took 16384^2 TF32 from 120.1 to 115 ms and
+/// FP64 from 296 to 290 ms; the fused norm on top, 112 ms for TF32 and 11.7 to 11.3 ms for 8388608 x 32 double, but
+/// 301 ms for FP64 16384^2: the double 32-warp shape has 64 registers per thread and spills with it.
+template <typename S, int kTileWarps>
+constexpr bool kFusedNorm = sizeof(S) == 4 || kTileWarps == 8;
+
+// One shape of the tile QR, launched by launchTsqrTileQR. Dynamic shared memory: TR x NC scalars, the reflectors.
+// kFormQ (one tile, the top of a tree; launchTsqrTileQR's formQ) is a separate instantiation, so that the shapes of the
+// wide levels compile exactly as without it. The 32-warp shape runs where there are few tiles and is budgeted for one
+// block per SM (64 registers; with two per SM, float spilled).
+template <typename S, int kTileWarps, bool kFormQ>
+__global__ void __launch_bounds__(32 * kTileWarps, (kFormQ || kTileWarps == 32 ? 1 : kTileBlocksPerSM<S, kTileWarps>))
+    tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n, Index tiles, S* __restrict__ tau,
+                         S* __restrict__ Rout, Index ldr, const S* __restrict__ src, Index lds, int* notFinite,
+                         bool storeAll, std::uint32_t* lastRow, std::uint32_t cap) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  S* V = reinterpret_cast<S*>(smem);  // column j: reflector j, unit diagonal explicit, zeros above
+  __shared__ S sTau[NC];
+  const Index t = blockIdx.x;
+  const Index r0 = tsqrTileBegin(m, tiles, t);
+  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kColsPerWarp = NC / kTileWarps;
+
+  S x[kColsPerWarp][kSlots];
+  loadTile<S, kTileWarps>(X, ldx, src, lds, r0, nr, n, notFinite, lastRow, cap, x, warp, lane);
+
+  // The last column this warp owns (-1: none); it takes part in the steps j <= lastCol.
+  const int lastCol = warp < n ? warp + kTileWarps * ((n - 1 - warp) / kTileWarps) : -1;
+  if (warp == 0 && n > 0) {
+    makeReflector<S, kTileWarps>(x, 0, V, sTau, lane);
+    if (stepThreads<kTileWarps>(0, n) > 32) barArrive(stepBarrier(0), stepThreads<kTileWarps>(0, n));
+  }
+  for (int j = 0; j + 1 < n && j < lastCol; ++j) {
+    // This warp owns a column > j. The builder of reflector j (its owner) reads it back after its own writes; every
+    // other warp waits for the builder.
+    if (j % kTileWarps == warp) __syncwarp();
+    else barSync(stepBarrier(j), stepThreads<kTileWarps>(j, n));
+    const S tj = sTau[j];
+    S vr[kSlots];
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
+    const int q0 = j < warp ? 0 : (j - warp) / kTileWarps + 1;  // the first own column > j
+    const int jn = j + 1;
+    if (jn % kTileWarps == warp) {  // this warp owns column j + 1 (its slot q0) and builds reflector j + 1 first
+      if constexpr (kFusedNorm<S, kTileWarps>) {
+        reflectAndBuildNext<S, kColsPerWarp>(q0, vr, x, tj, jn, V + jn * TR, sTau, lane);
+      } else {
+        reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
+        makeReflector<S, kTileWarps>(x, jn, V + jn * TR, sTau, lane);
+      }
+      if (stepThreads<kTileWarps>(jn, n) > 32) barArrive(stepBarrier(jn), stepThreads<kTileWarps>(jn, n));
+      if constexpr (kFusedNorm<S, kTileWarps>) reflectFrom<S, kColsPerWarp>(q0 + 1, vr, x, tj, lane);  // the rest
+    } else {
+      reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
+    }
+  }
+  storeTileResults<S, kTileWarps, kFormQ>(X, ldx, r0, nr, n, t, storeAll, tau, Rout, ldr, sTau, x, warp, lane);
+  if constexpr (!kFormQ) return;
+  __syncthreads();  // every reflector is in V
+  formTileQ<S, kTileWarps>(X, ldx, r0, nr, n, V, sTau, x, warp, lane);
 }
 
 // X_tile <- H_0 ... H_{n-1} [C_t; 0]. The columns of the result are independent: each warp keeps its 4 columns in
@@ -604,6 +746,16 @@ void checkTileShape(Index m, Index n, Index tiles, const char* who) {
     detail::throwError(ErrorSource::Kernel, 0, "invalid tile shape", who, __FILE__, __LINE__);
 }
 
+template <typename S, int kTileWarps, bool kFormQ>
+void launchTileQRShape(unsigned grid, cudaStream_t stream, S* X, Index ldx, Index m, Index n, Index tiles, S* tau,
+                       S* Rout, Index ldr, const S* src, Index lds, int* notFinite, bool storeAll,
+                       std::uint32_t* lastRow, std::uint32_t cap) {
+  const size_t bytes = sizeof(S) * TR * NC;  // the reflectors
+  allowSharedMemory(tsqrTileQRKernel<S, kTileWarps, kFormQ>, bytes);
+  tsqrTileQRKernel<S, kTileWarps, kFormQ><<<grid, 32 * kTileWarps, bytes, stream>>>(
+      X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr, src, lds, notFinite, storeAll, lastRow, cap);
+}
+
 }  // namespace
 
 template <typename S>
@@ -613,20 +765,18 @@ void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S*
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrTileQR");
   const unsigned grid = static_cast<unsigned>(tiles);
-  if (formQ) {  // the top of a tree: few tiles, the latency shape
-    if (!storeAll && src)
-      detail::throwError(ErrorSource::Kernel, 0, "formQ needs storeAll", "launchTsqrTileQR", __FILE__, __LINE__);
-    const size_t bytes = sizeof(S) * TR * NC;  // the reflectors, for the explicit Q
-    allowSharedMemory(tsqrTileQRKernel<S, 32, true>, bytes);
-    tsqrTileQRKernel<S, 32, true><<<grid, 32 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout,
-                                                                     ldr, src, lds, notFinite, true, lastRow, cap);
-  } else if (manyTiles(tiles)) {
-    tsqrTileQRKernel<S, 8><<<grid, 8 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr, src,
-                                                         lds, notFinite, storeAll || !src, lastRow, cap);
-  } else {
-    tsqrTileQRKernel<S, 32><<<grid, 32 * 32, 0, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, Rout, ldr,
-                                                           src, lds, notFinite, storeAll || !src, lastRow, cap);
-  }
+  if (formQ && !storeAll && src)
+    detail::throwError(ErrorSource::Kernel, 0, "formQ needs storeAll", "launchTsqrTileQR", __FILE__, __LINE__);
+  const bool store = formQ || storeAll || !src;
+  if (formQ)  // the top of a tree: few tiles, the latency shape
+    launchTileQRShape<S, 32, true>(grid, stream, X, ldx, m, n, tiles, tau, Rout, ldr, src, lds, notFinite, store,
+                                   lastRow, cap);
+  else if (manyTiles(tiles))
+    launchTileQRShape<S, 8, false>(grid, stream, X, ldx, m, n, tiles, tau, Rout, ldr, src, lds, notFinite, store,
+                                   lastRow, cap);
+  else
+    launchTileQRShape<S, 32, false>(grid, stream, X, ldx, m, n, tiles, tau, Rout, ldr, src, lds, notFinite, store,
+                                    lastRow, cap);
   TCQR_CHECK_LAUNCH("tsqrTileQRKernel");
 }
 
