@@ -464,32 +464,26 @@ __device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index
   applySharedReflectors<S, kTileWarps, false>(V, sTau, n, x, warp, lane);
 }
 
-// The apply step of a level. With out == nullptr the result overwrites the tile in X; otherwise only tile 0 runs
-// (grid of one block) and its first outRows rows go to out (ld ldo): the top rows of Q that ReconstructWY's LU needs
-// before the fused kernel below may run.
+// The apply step of a level: the result overwrites the tile in X.
 template <typename S, int kTileWarps>
-__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>)) tsqrTileApplyQKernel(S* __restrict__ X, Index ldx, Index m, int n,
-                                                                     Index tiles, const S* __restrict__ tau,
-                                                                     const S* __restrict__ C, Index ldc,
-                                                                     S* __restrict__ out, Index ldo, int outRows) {
+__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>))
+    tsqrTileApplyQKernel(S* __restrict__ X, Index ldx, Index m, int n, Index tiles, const S* __restrict__ tau,
+                         const S* __restrict__ C, Index ldc) {
   extern __shared__ __align__(16) unsigned char smem[];
   S* V = reinterpret_cast<S*>(smem);  // TR x n, unit lower trapezoid made explicit
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
   const Index r0 = tsqrTileBegin(m, tiles, t);
   const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
   constexpr int kColsPerWarp = NC / kTileWarps;
 
   S x[kColsPerWarp][kSlots];
   applyTileReflectors<S, kTileWarps>(X, ldx, r0, nr, n, t, tau, C, ldc, V, sTau, x);
-  S* dst = out ? out : X + r0;
-  const Index ldd = out ? ldo : ldx;
-  const int rowsOut = out ? min(nr, outRows) : nr;
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
-    if (c < n) storeColumn(x[q], dst + c * ldd, rowsOut, lane);
+    if (c < n) storeColumn(x[q], X + r0 + c * ldx, nr, threadIdx.x % 32);
   }
 }
 
@@ -669,18 +663,21 @@ __global__ void signedLUKernel(S* LU, Index ld, int n, S* s, S* T, Index ldt) {
   }
 }
 
-// The same for n <= 32 in one warp, without a barrier: lane i keeps row i of M in registers (constant indices, the
-// loops are unrolled), the pivot row is broadcast by shuffles, and T's rows are solved independently from L in shared
-// memory (every lane reads the same entry at a time: broadcasts). The 256-thread kernel above pays a block barrier
-// per step and re-reads global memory: 38 us per call on the H100 (TCQR_TRACE, 2026-11-26), on every TSQR panel.
+/// The signed LU of launchSignedLU for n <= 32 by one warp, without a block barrier: lane i keeps row i of M in
+/// registers (constant indices, the loops are unrolled), the pivot row is broadcast by shuffles, and T's rows are
+/// solved independently from L in shared memory (every lane reads the same entry at a time: broadcasts). Q1(i, c) =
+/// Q1[i + c * ldq] on entry (global or shared memory); writes L and U to LU (ld), the signs to s and, with T non-null,
+/// T = U S L^{-T}. The 256-thread signedLUKernel pays a block barrier per step and re-reads global memory: 38 us per
+/// call on the H100 (TCQR_TRACE, 2026-11-26), on every TSQR panel. (Keeping M in shared memory instead, one row per
+/// lane, took 28 us more per call inside tsqrTopRowsLUKernel: its dynamic loops serialise on load latency.)
 template <typename S>
-__global__ void __launch_bounds__(32) signedLUWarpKernel(S* LU, Index ld, int n, S* s, S* T, Index ldt) {
+__device__ __forceinline__ void signedLUWarp(const S* Q1, Index ldq, int n, S* LU, Index ld, S* s, S* T, Index ldt,
+                                             int lane) {
   __shared__ S sL[NC][NC + 1];  // sL[j][k] = L(j, k), k < j
   __shared__ S sS[NC];
-  const int lane = threadIdx.x;
   S row[NC];
 #pragma unroll
-  for (int c = 0; c < NC; ++c) row[c] = (lane < n && c < n) ? -LU[lane + c * ld] : S(0);
+  for (int c = 0; c < NC; ++c) row[c] = (lane < n && c < n) ? -Q1[lane + c * ldq] : S(0);
   S sign = S(1);
 #pragma unroll
   for (int k = 0; k < NC; ++k) {
@@ -725,6 +722,38 @@ __global__ void __launch_bounds__(32) signedLUWarpKernel(S* LU, Index ld, int n,
     for (int j = 0; j < NC; ++j)
       if (j < n) T[lane + j * ldt] = t[j];
   }
+}
+
+template <typename S>
+__global__ void __launch_bounds__(32) signedLUWarpKernel(S* LU, Index ld, int n, S* s, S* T, Index ldt) {
+  signedLUWarp<S>(LU, ld, n, LU, ld, s, T, ldt, threadIdx.x);  // each lane reads its row before writing it
+}
+
+/// Warps of tsqrTopRowsLUKernel: 16 x 2 columns, so that warp 0's signed LU keeps its rows in registers (128 per
+/// thread; with 32 warps it would have 64).
+constexpr int kTopRowsWarps = 16;
+
+// ReconstructWY's first step in one launch: Q1, the top n x n block of tile 0's H_0 ... H_{n-1} [C_0; 0] (the top of
+// the level-0 Q), formed as tsqrTileApplyQKernel does, goes to shared memory, and warp 0 runs the signed LU on it
+// (signedLUWarp). One block; this replaced a launch computing Q1 into global memory followed by signedLUWarpKernel.
+template <typename S>
+__global__ void __launch_bounds__(32 * kTopRowsWarps, 1)
+    tsqrTopRowsLUKernel(const S* __restrict__ X, Index ldx, Index m, int n, Index tiles, const S* __restrict__ tau,
+                        const S* __restrict__ C, Index ldc, S* __restrict__ LU, Index ldlu, S* __restrict__ s,
+                        S* __restrict__ T, Index ldt) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  S* V = reinterpret_cast<S*>(smem);  // the reflectors, then Q1 (ld NC + 1)
+  __shared__ S sTau[NC];
+  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, 1));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kColsPerWarp = NC / kTopRowsWarps;
+  S x[kColsPerWarp][kSlots];
+  applyTileReflectors<S, kTopRowsWarps>(X, ldx, 0, nr, n, 0, tau, C, ldc, V, sTau, x);
+  __syncthreads();  // every warp is done reading V
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) V[lane + (warp + kTopRowsWarps * q) * (NC + 1)] = x[q][0];  // rows 0..31
+  __syncthreads();
+  if (warp == 0) signedLUWarp<S>(V, NC + 1, n, LU, ldlu, s, T, ldt, lane);
 }
 
 template <typename K>
@@ -782,20 +811,17 @@ void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S*
 
 template <typename S>
 void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
-                          cudaStream_t stream, S* out, Index ldo, Index outRows) {
+                          cudaStream_t stream) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrTileApplyQ");
   const size_t bytes = sizeof(S) * TR * NC;
-  const unsigned grid = out ? 1u : static_cast<unsigned>(tiles);
-  const int rowsOut = static_cast<int>(outRows < TR ? outRows : TR);
-  if (!out && manyTiles(tiles)) {
+  const unsigned grid = static_cast<unsigned>(tiles);
+  if (manyTiles(tiles)) {
     allowSharedMemory(tsqrTileApplyQKernel<S, 8>, bytes);
-    tsqrTileApplyQKernel<S, 8><<<grid, 8 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C, ldc,
-                                                                  out, ldo, rowsOut);
+    tsqrTileApplyQKernel<S, 8><<<grid, 8 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C, ldc);
   } else {
     allowSharedMemory(tsqrTileApplyQKernel<S, 32>, bytes);
-    tsqrTileApplyQKernel<S, 32><<<grid, 32 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C,
-                                                                    ldc, out, ldo, rowsOut);
+    tsqrTileApplyQKernel<S, 32><<<grid, 32 * 32, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C, ldc);
   }
   TCQR_CHECK_LAUNCH("tsqrTileApplyQKernel");
 }
@@ -815,6 +841,18 @@ void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Inde
 }
 
 template <typename S>
+void launchTsqrTopRowsLU(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
+                         S* LU, Index ldlu, S* s, S* T, Index ldt, cudaStream_t stream) {
+  if (m <= 0 || n <= 0 || tiles <= 0) return;
+  checkTileShape(m, n, tiles, "launchTsqrTopRowsLU");
+  const size_t bytes = sizeof(S) * TR * NC;
+  allowSharedMemory(tsqrTopRowsLUKernel<S>, bytes);
+  tsqrTopRowsLUKernel<S><<<1, 32 * kTopRowsWarps, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C,
+                                                                   ldc, LU, ldlu, s, T, ldt);
+  TCQR_CHECK_LAUNCH("tsqrTopRowsLUKernel");
+}
+
+template <typename S>
 void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, Index ldt) {
   if (n <= 0) return;
   if (n <= NC) {
@@ -829,12 +867,13 @@ void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, I
 #define TCQR_INSTANTIATE(S)                                                                                        \
   template void launchTsqrTileQR<S>(S*, Index, Index, Index, Index, S*, S*, Index, cudaStream_t, const S*, Index,  \
                                     int*, bool, std::uint32_t*, std::uint32_t, bool);                              \
-  template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t, S*, \
-                                        Index, Index);                                                             \
+  template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t);   \
   template void launchTsqrApplyQReconstructWY<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index,   \
                                                  const S*, Index, const S*, const S*, Index, const S*, Index, S*,   \
                                                  Index, S*, Index, S*, cudaStream_t);                               \
-  template void launchSignedLU<S>(S*, Index, Index, S*, cudaStream_t, S*, Index);
+  template void launchSignedLU<S>(S*, Index, Index, S*, cudaStream_t, S*, Index);                                 \
+  template void launchTsqrTopRowsLU<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index, S*, Index, \
+                                       S*, S*, Index, cudaStream_t);
 TCQR_INSTANTIATE(float)
 TCQR_INSTANTIATE(double)
 #undef TCQR_INSTANTIATE

@@ -466,10 +466,10 @@ struct CudaOps {
     const auto t = traced("tsqr signed LU");
     kernels::launchSignedLU<S>(LU.p, LU.ld, LU.rows, s, stream, T.p, T.ld);
   }
-  void tsqrTopRowsQ(View<S> X, Index tiles, const S* tau, View<S> C, View<S> out) {
-    const auto t = traced("tsqr top rows of Q");
-    kernels::launchTsqrTileApplyQ<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, stream, out.p, out.ld,
-                                     out.rows);
+  void tsqrTopRowsLU(View<S> X, Index tiles, const S* tau, View<S> C, View<S> LU, S* s, View<S> T) {
+    const auto t = traced("tsqr top rows of Q + signed LU");
+    kernels::launchTsqrTopRowsLU<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, LU.p, LU.ld, s, T.p, T.ld,
+                                    stream);
   }
   void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, const S* s,
                                View<S> T, View<S> R, View<S> A, View<S> W, S* tau) {

@@ -292,12 +292,13 @@ struct HostOps {
     a.template triangularView<Eigen::UnitLower>().transpose().template solveInPlace<Eigen::OnTheRight>(t);
     t.template triangularView<Eigen::StrictlyLower>().setZero();
   }
-  void tsqrTopRowsQ(View<S> X, Index tiles, const S* tau, View<S> C, View<S> out) {
+  void tsqrTopRowsLU(View<S> X, Index tiles, const S* tau, View<S> C, View<S> LU, S* s, View<S> T) {
     const Index n = X.cols, nr = tileBegin(X.rows, tiles, 1);
     Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tile = map(X.topRows(nr));
     View<S> tv(tile.data(), nr, n, nr);
     tsqrTileApplyQ(tv, 1, tau, C);
-    map(out) = tile.topRows(out.rows);
+    map(LU) = tile.topRows(n);
+    signedLU(LU, s, T);
   }
   // Level 0's Q, then Y = -Q2 U^{-1} (rows >= n), L and S R (rows < n), W = Y T: what the fused CUDA kernel computes.
   void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, const S* s,

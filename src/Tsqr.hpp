@@ -8,7 +8,7 @@
 // Ops must additionally provide:
 //   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileQRFrom(src, X, tiles, tau, Rstack, notFinite, storeAll),
 //   tsqrTileQRFormQ(X, tau, R) (one tile: tsqrTileQR, then X <- its explicit Q), tsqrTileApplyQ(X, tiles, tau, C),
-//   tsqrTopRowsQ(X, tiles, tau, C, out),
+//   tsqrTopRowsLU(X, tiles, tau, C, LU, s, T) (the top n x n block of tile 0's Q, then signedLU on it),
 //   signedLU(LU, s, T), tsqrApplyQReconstructWY(X, tiles, tau, C, LU, s, T, R, A, W, tauOut), setIdentity(A)
 #pragma once
 
@@ -211,8 +211,7 @@ void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S
   View<S> LU(p, n, n, n), T(p + n * n, n, n, n);
   p += 2 * n * n;
   S* s = p;
-  ops.tsqrTopRowsQ(t.X[0], t.tiles[0], t.tau[0], C, LU);
-  ops.signedLU(LU, s, T);
+  ops.tsqrTopRowsLU(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T);
   ops.tsqrApplyQReconstructWY(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T, t.R, A, W, tau);
 }
 

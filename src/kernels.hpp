@@ -75,17 +75,23 @@ void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S*
 
 /// The transpose step of a level: each tile of X (holding reflectors from launchTsqrTileQR) is overwritten with
 /// H_0 ... H_{n-1} [C_t; 0], where C_t are rows [t*n, t*n + n) of C (ldc). The result is this level's explicit Q.
-/// With `out` non-null only tile 0 runs, X is left unchanged, and the first outRows (<= 256) rows of its result go to
-/// out (leading dimension ldo): the top rows of the level's Q.
 template <typename S>
 void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
-                          cudaStream_t stream, S* out = nullptr, Index ldo = 0, Index outRows = 0);
+                          cudaStream_t stream);
+
+/// ReconstructWY's first step (Ballard et al.) for the level-0 tiles X of a TSQR tree: Q1, the top n x n block of
+/// tile 0's H_0 ... H_{n-1} [C_0; 0] (the top rows of the tree's explicit Q, C as for launchTsqrTileApplyQ), then its
+/// signed LU as launchSignedLU computes it: LU (n x n, ldlu) receives L and U, s the signs, T = U S L^{-T}. One
+/// launch; X is not modified.
+template <typename S>
+void launchTsqrTopRowsLU(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
+                         S* LU, Index ldlu, S* s, S* T, Index ldt, cudaStream_t stream);
 
 /// launchTsqrTileApplyQ for the last level (level 0) fused with ReconstructWY's pass over the rows (Ballard et al.):
 /// the explicit Q is formed tile by tile in registers and never stored. With Q S_n = I - Y T Y1^T: rows i >= n get
 /// Y(i,:) = -Q(i,:) U^{-1}, rows i < n the packed factor (L below the diagonal, s_i R(i,:) on and above it), every row
-/// W(i,:) = Y(i,:) T, and tau_i = U_ii s_i. A may alias X (each block reads its tile before writing the same rows). LU, s and T come from launchSignedLU on Q's top
-/// n x n block (formed by launchTsqrTileApplyQ with out = LU).
+/// W(i,:) = Y(i,:) T, and tau_i = U_ii s_i. A may alias X (each block reads its tile before writing the same rows).
+/// LU, s and T come from launchTsqrTopRowsLU.
 template <typename S>
 void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tauTiles, const S* C,
                                    Index ldc, const S* LU, Index ldlu, const S* s, const S* T, Index ldt, const S* R,
