@@ -109,8 +109,11 @@ __device__ __forceinline__ void reflectFrom(int q0, const S (&v)[kSlots], S (&x)
       case 3: reflectColumns<S, 4, 3>(v, x, tj, lane); break;
       default: break;
     }
+  } else if constexpr (kCols == 2) {
+    if (q0 == 0) reflectColumns<S, 2, 0>(v, x, tj, lane);
+    else if (q0 == 1) reflectColumns<S, 2, 1>(v, x, tj, lane);
   } else {
-    static_assert(kCols == 1, "tile shapes: 4 or 1 columns per warp");
+    static_assert(kCols == 1, "tile shapes: 4, 2 or 1 columns per warp");
     if (q0 == 0) reflectColumns<S, 1, 0>(v, x, tj, lane);
   }
 }
@@ -368,6 +371,9 @@ __device__ __forceinline__ void reflectAndBuildNext(int q, const S (&v)[kSlots],
       case 2: reflectAndBuildNextAt<S, 4, 2>(v, x, tj, jn, vOut, sTau, lane); break;
       default: reflectAndBuildNextAt<S, 4, 3>(v, x, tj, jn, vOut, sTau, lane); break;
     }
+  } else if constexpr (kCols == 2) {
+    if (q == 0) reflectAndBuildNextAt<S, 2, 0>(v, x, tj, jn, vOut, sTau, lane);
+    else reflectAndBuildNextAt<S, 2, 1>(v, x, tj, jn, vOut, sTau, lane);
   } else {
     reflectAndBuildNextAt<S, 1, 0>(v, x, tj, jn, vOut, sTau, lane);
   }
@@ -378,14 +384,19 @@ __device__ __forceinline__ void reflectAndBuildNext(int q, const S (&v)[kSlots],
 /// FP64 from 296 to 290 ms; the fused norm on top, 112 ms for TF32 and 11.7 to 11.3 ms for 8388608 x 32 double, but
 /// 301 ms for FP64 16384^2: the double 32-warp shape has 64 registers per thread and spills with it.
 template <typename S, int kTileWarps>
-constexpr bool kFusedNorm = sizeof(S) == 4 || kTileWarps == 8;
+constexpr bool kFusedNorm = sizeof(S) == 4 || kTileWarps != 32;
+
+/// The tile QR's shape for levels with few tiles (and the top of a tree): 32 warps x 1 column for float; 16 x 2 for
+/// double, whose fused norm does not fit the 64 registers a 1024-thread block leaves.
+template <typename S>
+constexpr int kFewTilesWarps = sizeof(S) == 4 ? 32 : 16;
 
 // One shape of the tile QR, launched by launchTsqrTileQR. Dynamic shared memory: TR x NC scalars, the reflectors.
 // kFormQ (one tile, the top of a tree; launchTsqrTileQR's formQ) is a separate instantiation, so that the shapes of the
 // wide levels compile exactly as without it. The 32-warp shape runs where there are few tiles and is budgeted for one
 // block per SM (64 registers; with two per SM, float spilled).
 template <typename S, int kTileWarps, bool kFormQ>
-__global__ void __launch_bounds__(32 * kTileWarps, (kFormQ || kTileWarps == 32 ? 1 : kTileBlocksPerSM<S, kTileWarps>))
+__global__ void __launch_bounds__(32 * kTileWarps, (kFormQ || kTileWarps != 8 ? 1 : kTileBlocksPerSM<S, kTileWarps>))
     tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n, Index tiles, S* __restrict__ tau,
                          S* __restrict__ Rout, Index ldr, const S* __restrict__ src, Index lds, int* notFinite,
                          bool storeAll, std::uint32_t* lastRow, std::uint32_t cap) {
@@ -797,15 +808,16 @@ void launchTsqrTileQR(S* X, Index ldx, Index m, Index n, Index tiles, S* tau, S*
   if (formQ && !storeAll && src)
     detail::throwError(ErrorSource::Kernel, 0, "formQ needs storeAll", "launchTsqrTileQR", __FILE__, __LINE__);
   const bool store = formQ || storeAll || !src;
+  constexpr int kFew = kFewTilesWarps<S>;
   if (formQ)  // the top of a tree: few tiles, the latency shape
-    launchTileQRShape<S, 32, true>(grid, stream, X, ldx, m, n, tiles, tau, Rout, ldr, src, lds, notFinite, store,
-                                   lastRow, cap);
+    launchTileQRShape<S, kFew, true>(grid, stream, X, ldx, m, n, tiles, tau, Rout, ldr, src, lds, notFinite, store,
+                                     lastRow, cap);
   else if (manyTiles(tiles))
     launchTileQRShape<S, 8, false>(grid, stream, X, ldx, m, n, tiles, tau, Rout, ldr, src, lds, notFinite, store,
                                    lastRow, cap);
   else
-    launchTileQRShape<S, 32, false>(grid, stream, X, ldx, m, n, tiles, tau, Rout, ldr, src, lds, notFinite, store,
-                                    lastRow, cap);
+    launchTileQRShape<S, kFew, false>(grid, stream, X, ldx, m, n, tiles, tau, Rout, ldr, src, lds, notFinite, store,
+                                      lastRow, cap);
   TCQR_CHECK_LAUNCH("tsqrTileQRKernel");
 }
 
