@@ -382,7 +382,8 @@ __device__ __forceinline__ void reflectAndBuildNext(int q, const S (&v)[kSlots],
 /// Whether a tile shape uses the fused norm. Measured on the H100 (2026-11-26, A/B in one process per variant, logs/
 /// 2026-11-26-h100-tile-qr-flow-ab.log): producer/consumer barriers alone took 16384^2 TF32 from 120.1 to 115 ms and
 /// FP64 from 296 to 290 ms; the fused norm on top, 112 ms for TF32 and 11.7 to 11.3 ms for 8388608 x 32 double, but
-/// 301 ms for FP64 16384^2: the double 32-warp shape has 64 registers per thread and spills with it.
+/// 301 ms for FP64 16384^2: the double 32-warp shape has 64 registers per thread and spills with it. Double hence
+/// uses 16 warps where tiles are few (kFewTilesWarps), fused norm included: FP64 16384^2 293.6 to 287.4 ms.
 template <typename S, int kTileWarps>
 constexpr bool kFusedNorm = sizeof(S) == 4 || kTileWarps != 32;
 
@@ -393,13 +394,13 @@ constexpr int kFewTilesWarps = sizeof(S) == 4 ? 32 : 16;
 
 // One shape of the tile QR, launched by launchTsqrTileQR. Dynamic shared memory: TR x NC scalars, the reflectors.
 // kFormQ (one tile, the top of a tree; launchTsqrTileQR's formQ) is a separate instantiation, so that the shapes of the
-// wide levels compile exactly as without it. The 32-warp shape runs where there are few tiles and is budgeted for one
-// block per SM (64 registers; with two per SM, float spilled).
+// wide levels compile exactly as without it. The shapes for few tiles (kFewTilesWarps) are budgeted for one block
+// per SM (with two per SM, the float 32-warp shape spilled).
 template <typename S, int kTileWarps, bool kFormQ>
 __global__ void __launch_bounds__(32 * kTileWarps, (kFormQ || kTileWarps != 8 ? 1 : kTileBlocksPerSM<S, kTileWarps>))
     tsqrTileQRKernel(S* __restrict__ X, Index ldx, Index m, int n, Index tiles, S* __restrict__ tau,
-                         S* __restrict__ Rout, Index ldr, const S* __restrict__ src, Index lds, int* notFinite,
-                         bool storeAll, std::uint32_t* lastRow, std::uint32_t cap) {
+                     S* __restrict__ Rout, Index ldr, const S* __restrict__ src, Index lds, int* notFinite,
+                     bool storeAll, std::uint32_t* lastRow, std::uint32_t cap) {
   extern __shared__ __align__(16) unsigned char smem[];
   S* V = reinterpret_cast<S*>(smem);  // column j: reflector j, unit diagonal explicit, zeros above
   __shared__ S sTau[NC];
