@@ -156,6 +156,31 @@ __device__ __forceinline__ void storeColumn(const S (&x)[kSlots], S* col, int nr
   }
 }
 
+/// The Householder reflector of column jn from its register slot xq, given alpha = its entry in row jn and sq = the
+/// squared norm of its tail below row jn (Eigen's makeHouseholder rule, outputs as makeReflector below).
+template <typename S>
+__device__ __forceinline__ void finishReflector(S (&xq)[kSlots], int jn, S alpha, S sq, S* v, S* sTau, int lane) {
+  S tj, beta, scale;
+  if (sq <= tinyNormSq<S>()) {
+    tj = S(0);
+    beta = alpha;
+    scale = S(0);
+  } else {
+    beta = sqrt(alpha * alpha + sq);
+    if (alpha >= S(0)) beta = -beta;
+    tj = (beta - alpha) / beta;
+    scale = S(1) / (alpha - beta);
+  }
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int r = lane + 32 * k;
+    if (r > jn) xq[k] *= scale;
+    else if (r == jn) xq[k] = beta;
+    v[r] = (r > jn) ? xq[k] : ((r == jn) ? S(1) : S(0));
+  }
+  if (lane == 0) sTau[jn] = tj;
+}
+
 /// The reflector of column j (Eigen's makeHouseholder: signs, zero-tail rule), built by the warp owning column j from
 /// its registers: column j becomes (beta at row j, the essential part below), v (shared, TR entries) receives the
 /// whole vector (zeros above row j, 1 at row j) and sTau[j] its coefficient.
@@ -172,25 +197,7 @@ __device__ __forceinline__ void makeReflector(S (&x)[NC / kTileWarps][kSlots], i
       if (lane + 32 * k > j) sq += x[q][k] * x[q][k];
     sq = warpSum(sq);
     const S alpha = __shfl_sync(0xffffffffu, x[q][0], j);  // row j < 32 lives in slot 0 of lane j
-    S tj, beta, scale;
-    if (sq <= tinyNormSq<S>()) {
-      tj = S(0);
-      beta = alpha;
-      scale = S(0);
-    } else {
-      beta = sqrt(alpha * alpha + sq);
-      if (alpha >= S(0)) beta = -beta;
-      tj = (beta - alpha) / beta;
-      scale = S(1) / (alpha - beta);
-    }
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      const int r = lane + 32 * k;
-      if (r > j) x[q][k] *= scale;
-      else if (r == j) x[q][k] = beta;
-      v[r] = (r > j) ? x[q][k] : ((r == j) ? S(1) : S(0));
-    }
-    if (lane == 0) sTau[j] = tj;
+    finishReflector(x[q], j, alpha, sq, v, sTau, lane);
   }
 }
 
@@ -296,30 +303,6 @@ __device__ __forceinline__ int stepBarrier(int j) { return 1 + (j & 3); }
 template <int kTileWarps>
 __device__ __forceinline__ int stepThreads(int j, int n) { return 32 * min(kTileWarps, n - j); }
 
-/// The Householder reflector of column j + 1 from its register slot, given alpha = its entry in row j + 1 and sq = the
-/// squared norm of its tail below row j + 1 (makeReflector's rule and outputs).
-template <typename S>
-__device__ __forceinline__ void finishReflector(S (&xq)[kSlots], int jn, S alpha, S sq, S* v, S* sTau, int lane) {
-  S tj, beta, scale;
-  if (sq <= tinyNormSq<S>()) {
-    tj = S(0);
-    beta = alpha;
-    scale = S(0);
-  } else {
-    beta = sqrt(alpha * alpha + sq);
-    if (alpha >= S(0)) beta = -beta;
-    tj = (beta - alpha) / beta;
-    scale = S(1) / (alpha - beta);
-  }
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    const int r = lane + 32 * k;
-    if (r > jn) xq[k] *= scale;
-    else if (r == jn) xq[k] = beta;
-    v[r] = (r > jn) ? xq[k] : ((r == jn) ? S(1) : S(0));
-  }
-  if (lane == 0) sTau[jn] = tj;
-}
 
 /// Reflector j (v, tj) applied to column slot Q, which holds column jn = j + 1, fused with building reflector jn.
 /// One warp reduction gives v^T x and, over the rows below jn, x^T x, v^T x and v^T v of the column before the
