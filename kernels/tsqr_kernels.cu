@@ -45,6 +45,9 @@ __device__ __forceinline__ double tinyNormSq<double>() { return DBL_MIN; }
 // 4.5 to 2.8 ms), 32 warps x 1 column for levels with few tiles, where only a tile's latency counts (30 us against
 // 39 us for 8 warps).
 constexpr int kSlots = TR / 32;
+// Column and reflector indices are below NC = 32, so every row of slots k >= 1 (rows >= 32) lies below them: tests
+// such as "row > j" are written "k > 0 || lane > j", which the unrolled slot loops resolve at compile time for k >= 1
+// (without it each slot paid a comparison and a predicated operation).
 // Resident tiles per SM the register budget is capped for.
 template <typename S, int W>
 constexpr int kTileBlocksPerSM = W == 8 ? (sizeof(S) == 4 ? 4 : 2) : (sizeof(S) == 4 ? 2 : 1);
@@ -173,10 +176,9 @@ __device__ __forceinline__ void finishReflector(S (&xq)[kSlots], int jn, S alpha
   }
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
-    const int r = lane + 32 * k;
-    if (r > jn) xq[k] *= scale;
-    else if (r == jn) xq[k] = beta;
-    v[r] = (r > jn) ? xq[k] : ((r == jn) ? S(1) : S(0));
+    if (k > 0 || lane > jn) xq[k] *= scale;
+    else if (lane == jn) xq[k] = beta;
+    v[lane + 32 * k] = (k > 0 || lane > jn) ? xq[k] : ((lane == jn) ? S(1) : S(0));
   }
   if (lane == 0) sTau[jn] = tj;
 }
@@ -194,7 +196,7 @@ __device__ __forceinline__ void makeReflector(S (&x)[NC / kTileWarps][kSlots], i
     S sq = S(0);
 #pragma unroll
     for (int k = 0; k < kSlots; ++k)
-      if (lane + 32 * k > j) sq += x[q][k] * x[q][k];
+      if (k > 0 || lane > j) sq += x[q][k] * x[q][k];
     sq = warpSum(sq);
     const S alpha = __shfl_sync(0xffffffffu, x[q][0], j);  // row j < 32 lives in slot 0 of lane j
     finishReflector(x[q], j, alpha, sq, v, sTau, lane);
@@ -269,7 +271,7 @@ __device__ __forceinline__ void formTileQ(S* X, Index ldx, Index r0, int nr, int
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) x[q][k] = (c < n && lane + 32 * k == c) ? S(1) : S(0);
+    for (int k = 0; k < kSlots; ++k) x[q][k] = (c < n && k == 0 && lane == c) ? S(1) : S(0);
   }
   applySharedReflectors<S, kTileWarps, true>(V, sTau, n, x, warp, lane);
 #pragma unroll
@@ -316,10 +318,9 @@ __device__ __forceinline__ void reflectAndBuildNextAt(const S (&v)[kSlots], S (&
   S p[4] = {S(0), S(0), S(0), S(0)};
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
-    const int r = lane + 32 * k;
     const S xv = x[Q][k], vv = v[k];
     p[0] += vv * xv;
-    if (r > jn) {
+    if (k > 0 || lane > jn) {
       p[1] += xv * xv;
       p[2] += vv * xv;
       p[3] += vv * vv;
@@ -338,7 +339,7 @@ __device__ __forceinline__ void reflectAndBuildNextAt(const S (&v)[kSlots], S (&
     sq = S(0);
 #pragma unroll
     for (int k = 0; k < kSlots; ++k)
-      if (lane + 32 * k > jn) sq += x[Q][k] * x[Q][k];
+      if (k > 0 || lane > jn) sq += x[Q][k] * x[Q][k];
     sq = warpSum(sq);
   }
   finishReflector(x[Q], jn, alpha, sq, vOut, sTau, lane);
@@ -449,9 +450,10 @@ __device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index
     for (int k = 0; k < kSlots; ++k) {
       const int r = lane + 32 * k;
       if (c < n) {
-        V[c * TR + r] = reflectorEntry(r, c, (r < nr) ? X[r0 + r + c * ldx] : S(0));
+        const S packed = (r < nr) ? X[r0 + r + c * ldx] : S(0);
+        V[c * TR + r] = k > 0 ? packed : reflectorEntry(lane, c, packed);
       }
-      x[q][k] = (c < n && r < n) ? C[t * n + r + c * ldc] : S(0);
+      x[q][k] = (c < n && k == 0 && lane < n) ? C[t * n + lane + c * ldc] : S(0);
     }
     if (c < n && lane == 0) sTau[c] = tau[t * n + c];
   }
