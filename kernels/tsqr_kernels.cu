@@ -345,24 +345,6 @@ __device__ __forceinline__ void reflectAndBuildNextAt(const S (&v)[kSlots], S (&
   finishReflector(x[Q], jn, alpha, sq, vOut, sTau, lane);
 }
 
-template <typename S, int kCols>
-__device__ __forceinline__ void reflectAndBuildNext(int q, const S (&v)[kSlots], S (&x)[kCols][kSlots], S tj, int jn,
-                                                    S* vOut, S* sTau, int lane) {
-  if constexpr (kCols == 4) {
-    switch (q) {
-      case 0: reflectAndBuildNextAt<S, 4, 0>(v, x, tj, jn, vOut, sTau, lane); break;
-      case 1: reflectAndBuildNextAt<S, 4, 1>(v, x, tj, jn, vOut, sTau, lane); break;
-      case 2: reflectAndBuildNextAt<S, 4, 2>(v, x, tj, jn, vOut, sTau, lane); break;
-      default: reflectAndBuildNextAt<S, 4, 3>(v, x, tj, jn, vOut, sTau, lane); break;
-    }
-  } else if constexpr (kCols == 2) {
-    if (q == 0) reflectAndBuildNextAt<S, 2, 0>(v, x, tj, jn, vOut, sTau, lane);
-    else reflectAndBuildNextAt<S, 2, 1>(v, x, tj, jn, vOut, sTau, lane);
-  } else {
-    reflectAndBuildNextAt<S, 1, 0>(v, x, tj, jn, vOut, sTau, lane);
-  }
-}
-
 /// Whether a tile shape uses the fused norm. Measured on the H100 (2026-11-26, A/B in one process per variant, logs/
 /// 2026-11-26-h100-tile-qr-flow-ab.log): producer/consumer barriers alone took 16384^2 TF32 from 120.1 to 115 ms and
 /// FP64 from 296 to 290 ms; the fused norm on top, 112 ms for TF32 and 11.7 to 11.3 ms for 8388608 x 32 double, but
@@ -375,6 +357,50 @@ constexpr bool kFusedNorm = sizeof(S) == 4 || kTileWarps != 32;
 /// double, whose fused norm does not fit the 64 registers a 1024-thread block leaves.
 template <typename S>
 constexpr int kFewTilesWarps = sizeof(S) == 4 ? 32 : 16;
+
+/// Step j of the tile QR for one warp that owns a column > j: wait for reflector j (the builder, warp j % kTileWarps,
+/// only syncs its own lanes: `self`) and load it.
+template <typename S, int kTileWarps>
+__device__ __forceinline__ S waitForReflector(int j, bool self, int n, const S* V, const S* sTau, S (&vr)[kSlots],
+                                              int lane) {
+  if (self) __syncwarp();
+  else barSync(stepBarrier(j), stepThreads<kTileWarps>(j, n));
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
+  return sTau[j];
+}
+
+/// Phase Q of a warp in tsqrTileQRKernel: the steps j in [c_{Q-1}, c_Q) (c_q = warp + kTileWarps q, the warp's
+/// columns; c_{-1} = 0), in which the warp's first column after j is its slot Q, so the slots to update are known at
+/// compile time; the last step also builds reflector c_Q, and the next phase follows. (One loop over all steps with
+/// the first slot as a runtime value spent about a quarter of the kernel's instructions on finding it and on the
+/// loop's own bookkeeping: ncu source counters, H100, 2026-11-26.) A warp without column Q is done.
+template <typename S, int kTileWarps, int Q>
+__device__ __forceinline__ void tileQRPhase(S (&x)[NC / kTileWarps][kSlots], S* V, S* sTau, int n, int warp,
+                                            int lane) {
+  constexpr int kCols = NC / kTileWarps;
+  const int cq = warp + kTileWarps * Q;
+  if (cq >= n) return;
+  const int j0 = Q == 0 ? 0 : cq - kTileWarps;  // for Q > 0 the warp built reflector j0 itself
+  S vr[kSlots];
+  for (int j = j0; j + 1 < cq; ++j) {
+    const S tj = waitForReflector<S, kTileWarps>(j, Q > 0 && j == j0, n, V, sTau, vr, lane);
+    reflectColumns<S, kCols, Q>(vr, x, tj, lane);
+  }
+  if (cq > 0) {  // step cq - 1: column cq (slot Q) is updated first and gives reflector cq
+    const int j = cq - 1;
+    const S tj = waitForReflector<S, kTileWarps>(j, Q > 0 && j == j0, n, V, sTau, vr, lane);
+    if constexpr (kFusedNorm<S, kTileWarps>) {
+      reflectAndBuildNextAt<S, kCols, Q>(vr, x, tj, cq, V + cq * TR, sTau, lane);
+    } else {
+      reflectColumns<S, kCols, Q>(vr, x, tj, lane);
+      makeReflector<S, kTileWarps>(x, cq, V + cq * TR, sTau, lane);
+    }
+    if (stepThreads<kTileWarps>(cq, n) > 32) barArrive(stepBarrier(cq), stepThreads<kTileWarps>(cq, n));
+    if constexpr (kFusedNorm<S, kTileWarps> && Q + 1 < kCols) reflectColumns<S, kCols, Q + 1>(vr, x, tj, lane);
+  }
+  if constexpr (Q + 1 < kCols) tileQRPhase<S, kTileWarps, Q + 1>(x, V, sTau, n, warp, lane);
+}
 
 // One shape of the tile QR, launched by launchTsqrTileQR. Dynamic shared memory: TR x NC scalars, the reflectors.
 // kFormQ (one tile, the top of a tree; launchTsqrTileQR's formQ) is a separate instantiation, so that the shapes of the
@@ -397,36 +423,11 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kFormQ || kTileWarps != 8 ? 
   S x[kColsPerWarp][kSlots];
   loadTile<S, kTileWarps>(X, ldx, src, lds, r0, nr, n, notFinite, lastRow, cap, x, warp, lane);
 
-  // The last column this warp owns (-1: none); it takes part in the steps j <= lastCol.
-  const int lastCol = warp < n ? warp + kTileWarps * ((n - 1 - warp) / kTileWarps) : -1;
   if (warp == 0 && n > 0) {
     makeReflector<S, kTileWarps>(x, 0, V, sTau, lane);
     if (stepThreads<kTileWarps>(0, n) > 32) barArrive(stepBarrier(0), stepThreads<kTileWarps>(0, n));
   }
-  for (int j = 0; j + 1 < n && j < lastCol; ++j) {
-    // This warp owns a column > j. The builder of reflector j (its owner) reads it back after its own writes; every
-    // other warp waits for the builder.
-    if (j % kTileWarps == warp) __syncwarp();
-    else barSync(stepBarrier(j), stepThreads<kTileWarps>(j, n));
-    const S tj = sTau[j];
-    S vr[kSlots];
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) vr[k] = V[j * TR + lane + 32 * k];
-    const int q0 = j < warp ? 0 : (j - warp) / kTileWarps + 1;  // the first own column > j
-    const int jn = j + 1;
-    if (jn % kTileWarps == warp) {  // this warp owns column j + 1 (its slot q0) and builds reflector j + 1 first
-      if constexpr (kFusedNorm<S, kTileWarps>) {
-        reflectAndBuildNext<S, kColsPerWarp>(q0, vr, x, tj, jn, V + jn * TR, sTau, lane);
-      } else {
-        reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
-        makeReflector<S, kTileWarps>(x, jn, V + jn * TR, sTau, lane);
-      }
-      if (stepThreads<kTileWarps>(jn, n) > 32) barArrive(stepBarrier(jn), stepThreads<kTileWarps>(jn, n));
-      if constexpr (kFusedNorm<S, kTileWarps>) reflectFrom<S, kColsPerWarp>(q0 + 1, vr, x, tj, lane);  // the rest
-    } else {
-      reflectFrom<S, kColsPerWarp>(q0, vr, x, tj, lane);
-    }
-  }
+  tileQRPhase<S, kTileWarps, 0>(x, V, sTau, n, warp, lane);
   storeTileResults<S, kTileWarps, kFormQ>(X, ldx, r0, nr, n, t, storeAll, tau, Rout, ldr, sTau, x, warp, lane);
   if constexpr (!kFormQ) return;
   __syncthreads();  // every reflector is in V
