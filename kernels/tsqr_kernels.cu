@@ -444,16 +444,24 @@ __device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index
                                                     S (&x)[NC / kTileWarps][kSlots]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   constexpr int kColsPerWarp = NC / kTileWarps;
+  // All loads of the tile first, then the shared stores: X may alias any memory (the fused kernel writes A, which
+  // may be X), so the compiler keeps each load before the store that follows it in program order; loaded and stored
+  // in one loop, the loads went out one at a time (ncu: most stall samples of the fused kernel sat on those stores).
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int r = lane + 32 * k;
-      if (c < n) {
-        const S packed = (r < nr) ? X[r0 + r + c * ldx] : S(0);
-        V[c * TR + r] = k > 0 ? packed : reflectorEntry(lane, c, packed);
-      }
+      x[q][k] = (c < n && r < nr) ? X[r0 + r + c * ldx] : S(0);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      if (c < n) V[c * TR + lane + 32 * k] = k > 0 ? x[q][k] : reflectorEntry(lane, c, x[q][k]);
       x[q][k] = (c < n && k == 0 && lane < n) ? C[t * n + lane + c * ldc] : S(0);
     }
     if (c < n && lane == 0) sTau[c] = tau[t * n + c];
