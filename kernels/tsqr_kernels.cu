@@ -608,6 +608,7 @@ __global__ void __launch_bounds__(32 * kTileWarps, kFusedBlocksPerSM<S>)
       }
     }
   }
+  if (W == nullptr) return;  // the caller keeps T instead of W (tsqrPanelFromTree's Tout)
   S* w = W + i;
 #pragma unroll
   for (int j0 = 0; j0 < NC; j0 += 4) {

@@ -230,14 +230,48 @@ void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool trans
     transpose ? applyQtRight(ops, Yp, W, B, scratch) : applyQRight(ops, Yp, W, B, scratch);
 }
 
+/// applyWY with Q = I - Y T Y^T given by T (k x k, upper triangular) instead of W = Y T: the W product becomes the
+/// same product with Y plus a k x k triangular product, as much memory traffic as with W, without storing W.
+/// A factorization that is one TSQR panel keeps T (CudaQRState and HostQRState; ReconstructWY gives it for free),
+/// which saves writing W (m x k) in compute(). Scratch: applyScratchSize(k, c).
+template <class Ops, typename S>
+void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool transpose, S* scratch) {
+  const Index m = Yp.rows, k = Yp.cols;
+  if (k == 0 || B.empty()) return;
+  View<S> Yt(scratch, k, k, k);
+  ops.copyUnitLower(Yp.topRows(k), Yt);
+  const Op opT = transpose ? Op::T : Op::N;
+  if (onLeft) {  // Q B = B - Y (T (Y^T B)), Q^T B = B - Y (T^T (Y^T B))
+    View<S> Z(scratch + k * k, k, B.cols, k);
+    ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
+    if (m > k) ops.gemm(Op::T, Op::N, S(1), Yp.bottomRows(m - k), B.bottomRows(m - k), S(1), Z);
+    ops.trmmUpper(true, opT, T, Z);
+    ops.gemm(Op::N, Op::N, S(-1), Yt, Z, S(1), B.topRows(k));
+    if (m > k) ops.gemm(Op::N, Op::N, S(-1), Yp.bottomRows(m - k), Z, S(1), B.bottomRows(m - k));
+  } else {  // B Q = B - ((B Y) T) Y^T, B Q^T = B - ((B Y) T^T) Y^T
+    View<S> Z(scratch + k * k, B.rows, k, B.rows);
+    ops.gemm(Op::N, Op::N, S(1), B.leftCols(k), Yt, S(0), Z);
+    if (m > k) ops.gemm(Op::N, Op::N, S(1), B.rightCols(m - k), Yp.bottomRows(m - k), S(1), Z);
+    ops.trmmUpper(false, opT, T, Z);
+    ops.gemm(Op::N, Op::T, S(-1), Z, Yt, S(1), B.leftCols(k));
+    if (m > k) ops.gemm(Op::N, Op::T, S(-1), Z, Yp.bottomRows(m - k), S(1), B.rightCols(m - k));
+  }
+}
+
 /// applyWY for a W of WY blocks (factor() with `blocks`; null or empty: one block), Q = Q_0 ... Q_{p-1} with
 /// Q_i = I - W_i Y_i^T acting on rows b_i .. m. Yp and W may be the first `length` columns only (Q_L): the blocks
 /// are clipped to Yp.cols (a block's first columns are the WY form of its first reflectors). Scratch: that of
 /// applyWY for all Yp.cols columns.
+/// With T (T.p non-null) the form is one block given by T instead of W (applyYT; W and blocks are ignored), T's
+/// leading Yp.cols x Yp.cols block being used.
 template <class Ops, typename S>
 void applyWYBlocks(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool transpose, S* scratch,
-                   const std::vector<Index>* blocks) {
+                   const std::vector<Index>* blocks, View<S> T = View<S>()) {
   const Index m = Yp.rows, k = Yp.cols;
+  if (T.p) {
+    applyYT(ops, Yp, T.block(0, 0, k, k), B, onLeft, transpose, scratch);
+    return;
+  }
   if (blocks == nullptr || blocks->size() <= 1) {
     applyWY(ops, Yp, W, B, onLeft, transpose, scratch);
     return;
@@ -378,20 +412,21 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S
 inline Index solveScratchSize(Index m, Index n, Index nrhs) { return applyScratchSize(std::min(m, n), nrhs); }
 
 /// Eigen's HouseholderQR::_solve_impl / _solve_impl_transposed on a backend. B has max(m, n) rows.
-/// `blocks`: the WY blocks of W (factor()), or null for a merged W.
+/// `blocks`: the WY blocks of W (factor()), or null for a merged W. With T (non-null) Q = I - Y T Y^T instead
+/// (applyWYBlocks).
 template <class Ops, typename S>
 void solve(Ops& ops, View<S> A, View<S> W, View<S> B, bool transposed, S* scratch,
-           const std::vector<Index>* blocks = nullptr) {
+           const std::vector<Index>* blocks = nullptr, View<S> T = View<S>()) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n), nrhs = B.cols;
   View<S> Yp = A.leftCols(k), R = A.block(0, 0, k, k);
   if (!transposed) {
-    applyWYBlocks(ops, Yp, W, B.topRows(m), true, true, scratch, blocks);
+    applyWYBlocks(ops, Yp, W, B.topRows(m), true, true, scratch, blocks, T);
     ops.trsmLeftUpper(Op::N, R, B.topRows(k));
     if (n > k) ops.setZero(B.block(k, 0, n - k, nrhs));
   } else {
     ops.trsmLeftUpper(Op::T, R, B.topRows(k));
     if (m > k) ops.setZero(B.block(k, 0, m - k, nrhs));
-    applyWYBlocks(ops, Yp, W, B.topRows(m), true, false, scratch, blocks);
+    applyWYBlocks(ops, Yp, W, B.topRows(m), true, false, scratch, blocks, T);
   }
 }
 

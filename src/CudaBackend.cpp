@@ -86,7 +86,13 @@ class CudaQRState final : public QRState<S> {
     c->allocate(m_rows, m_cols);
     const Index k = std::min(m_rows, m_cols);
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
-    copyD2D(c->m_w.get(), m_w.get(), m_rows * k);
+    if (m_tForm) {
+      copyD2D(c->m_t.get(), m_t.get(), k * k);
+    } else {
+      c->reserveW();
+      copyD2D(c->m_w.get(), m_w.get(), m_rows * k);
+    }
+    c->m_tForm = m_tForm;
     copyD2D(c->m_tau.get(), m_tau.get(), k);
     c->m_blocks = m_blocks;  // W's block structure goes with W
     std::memcpy(c->m_hostFlags.get(), m_hostFlags.get(), 2 * sizeof(int));
@@ -119,8 +125,7 @@ class CudaQRState final : public QRState<S> {
     if (!userStream) m_ctx.orderAfterLegacyStream();
     // When the whole factorization is one TSQR panel, its level 0 reads dA directly, which saves the device-to-device
     // copy (one of the few passes over a tall-skinny A); otherwise dA is copied into the object's storage.
-    runFactor(View<S>(const_cast<S*>(dA), rows, cols, ld),
-              rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols));
+    runFactor(View<S>(const_cast<S*>(dA), rows, cols, ld), onePanel(rows, cols));
   }
 
   Index rows() const noexcept override { return m_rows; }
@@ -165,7 +170,7 @@ class CudaQRState final : public QRState<S> {
     S* scratch = m_scratch.reserve(applyScratchSize(length, onLeft ? bCols : bRows));
     CudaOps<S> ops = makeOps();
     applyWYBlocks(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dB, bRows, bCols, bRows), onLeft,
-                  transpose, scratch, &m_blocks);
+                  transpose, scratch, &m_blocks, viewT());
     TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * bRows, sizeof(S) * bRows, bCols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -181,7 +186,7 @@ class CudaQRState final : public QRState<S> {
     S* scratch = m_scratch.reserve(applyScratchSize(length, qCols));
     CudaOps<S> ops = makeOps();
     applyWYBlocks(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dQ, m_rows, qCols, m_rows), true,
-                  transpose, scratch, &m_blocks);
+                  transpose, scratch, &m_blocks, viewT());
     TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ld, dQ, sizeof(S) * m_rows, sizeof(S) * m_rows, qCols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -196,7 +201,7 @@ class CudaQRState final : public QRState<S> {
                                  cudaMemcpyHostToDevice, stream()));
     S* scratch = m_scratch.reserve(solveScratchSize(m_rows, m_cols, nrhs));
     CudaOps<S> ops = makeOps();
-    detail::solve(ops, viewA(), viewW(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks);
+    detail::solve(ops, viewA(), viewW(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks, viewT());
     TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * rowsB, sizeof(S) * rowsB, nrhs,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -204,7 +209,6 @@ class CudaQRState final : public QRState<S> {
 
   const S* deviceQR() const override { return m_a.get(); }
   const S* deviceTau() const override { return m_tau.get(); }
-  const S* deviceW() const override { return m_w.get(); }
 
   void synchronize() const override { m_ctx.synchronize(); }
 
@@ -235,6 +239,24 @@ class CudaQRState final : public QRState<S> {
   Precision resolvedPrecision() const { return resolvePrecision(m_precision, std::is_same<S, double>::value); }
   View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
   View<S> viewW() const { return View<S>(m_w.get(), m_rows, std::min(m_rows, m_cols), m_rows); }
+  /// T of Q = I - Y T Y^T when the factorization keeps T instead of W (m_tForm), else an empty view.
+  View<S> viewT() const {
+    const Index k = std::min(m_rows, m_cols);
+    return m_tForm ? View<S>(m_t.get(), k, k, k) : View<S>();
+  }
+  /// Whether an m x n factorization is one TSQR panel, which keeps T instead of W (unless a column's reflector may
+  /// have to be the identity: runFactor then takes the general path, with W).
+  bool onePanel(Index rows, Index cols) const {
+    return rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols);
+  }
+  /// W's storage, for the general path (allocate() leaves it out where one TSQR panel is expected).
+  void reserveW() {
+    const Index need = std::max<Index>(m_rows * std::min(m_rows, m_cols), 1);
+    if (need > m_w.capacity()) {
+      synchronize();
+      m_w.reserve(need);
+    }
+  }
 
   cudaStream_t stream() const { return m_ctx.stream(); }
 
@@ -262,8 +284,9 @@ class CudaQRState final : public QRState<S> {
   // object is released, so a failed compute() leaks nothing and the next one starts clean.
   void allocate(Index rows, Index cols) {
     const Index k = std::min(rows, cols);
-    const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(rows * k, 1), std::max<Index>(k, 1),
-                           std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
+    // W (rows x k) only where the factorization is not expected to be one TSQR panel, which keeps T (k x k).
+    const Index need[4] = {std::max<Index>(rows * cols, 1), onePanel(rows, cols) ? 1 : std::max<Index>(rows * k, 1),
+                           std::max<Index>(k, 1), std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
     const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
     const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors());
     const bool grows = need[0] > m_a.capacity() || need[1] > m_w.capacity() || need[2] > m_tau.capacity() ||
@@ -274,6 +297,7 @@ class CudaQRState final : public QRState<S> {
     try {
       m_a.reserve(need[0]);
       m_w.reserve(need[1]);
+      m_t.reserve(std::max<Index>(std::min(k, kTsqrMaxCols) * std::min(k, kTsqrMaxCols), 1));
       m_tau.reserve(need[2]);
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
@@ -294,6 +318,7 @@ class CudaQRState final : public QRState<S> {
       m_workQueried = std::make_pair(Index(-1), Index(-1));
       m_a.release();
       m_w.release();
+      m_t.release();
       m_tau.release();
       m_scratch.release();
       m_work.release();
@@ -321,6 +346,7 @@ class CudaQRState final : public QRState<S> {
   void runFactor(View<S> src = View<S>(), bool srcPanel = false) {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     m_blocks.clear();  // one WY block unless factor() says otherwise
+    m_tForm = false;
     CudaOps<S> ops = makeOps(true);
     const Index k = std::min(m_rows, m_cols);
     // The recursion chooses its leaf panels on the host: identityColumns waits for the record (and for whatever
@@ -333,7 +359,8 @@ class CudaQRState final : public QRState<S> {
                    /*formTopQ=*/true);
       identity = m_lastRow.identityColumns(k, stream());
       if (!anySet(identity.data(), k)) {
-        tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), viewW());
+        tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), View<S>(), View<S>(m_t.get(), k, k, k));
+        m_tForm = true;
         finishFactor(ops);
         return;
       }
@@ -348,6 +375,14 @@ class CudaQRState final : public QRState<S> {
       if (src.p) copyFrom(src);
       kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
     }
+    if (onePanel(m_rows, m_cols) && !anySet(identity.data(), k)) {  // one TSQR panel from m_a itself, keeping T
+      tsqrPanel(ops, viewA(), m_tau.get(), View<S>(), m_scratch.get(), View<S>(), nullptr,
+                View<S>(m_t.get(), k, k, k));
+      m_tForm = true;
+      finishFactor(ops);
+      return;
+    }
+    reserveW();
     // FP16: power-of-two column scaling against overflow (see factor()).
     S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
     factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale,
@@ -368,7 +403,8 @@ class CudaQRState final : public QRState<S> {
 
   // First member: constructed before and destroyed after every buffer below (see CudaContext).
   CudaContext m_ctx;
-  DeviceBuffer<S> m_a, m_w, m_tau, m_scratch, m_rhs, m_colScale;
+  DeviceBuffer<S> m_a, m_w, m_t, m_tau, m_scratch, m_rhs, m_colScale;
+  bool m_tForm = false;  // the factorization keeps T (m_t, k x k) instead of W: one TSQR panel (runFactor)
   mutable ConversionWork m_conversion;
   mutable ConversionWork m_partials;
   mutable DeviceBuffer<char> m_work;

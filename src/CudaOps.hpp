@@ -105,6 +105,13 @@ struct Blas;
       TCQR_CHECK(cublas##P##trmm_64(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,                    \
                                     CUBLAS_DIAG_NON_UNIT, m, n, &one, T, ldt, B, ldb, B, ldb));                    \
     }                                                                                                              \
+    /* B <- op(T) B (side left) or B op(T), T upper triangular, in place (cuBLAS's out-of-place form with C = B) */ \
+    static void trmmUpper(cublasHandle_t h, cublasSideMode_t side, cublasOperation_t op, Index m, Index n,         \
+                          const S* T, Index ldt, S* B, Index ldb) {                                                \
+      const S one = 1;                                                                                             \
+      TCQR_CHECK(cublas##P##trmm_64(h, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, T, ldt, \
+                                    B, ldb, B, ldb));                                                              \
+    }                                                                                                              \
     static void trsmLeftUpper(cublasHandle_t h, cublasOperation_t op, Index m, Index n, const S* R, Index ldr,     \
                               S* B, Index ldb) {                                                                   \
       const S one = 1;                                                                                             \
@@ -423,6 +430,13 @@ struct CudaOps {
   void trmmRightUpper(View<S> B, View<S> T) {
     const auto t = traced("trmmRightUpper (cuBLAS)");
     if (!B.empty()) Blas<S>::trmmRightUpper(blas, B.rows, B.cols, T.p, T.ld, B.p, B.ld);
+  }
+  /// B <- op(T) B (left) or B op(T), T upper triangular.
+  void trmmUpper(bool left, Op op, View<S> T, View<S> B) {
+    const auto t = traced("trmmUpper (cuBLAS)");
+    if (!B.empty())
+      Blas<S>::trmmUpper(blas, left ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT, cuOp(op), B.rows, B.cols, T.p, T.ld, B.p,
+                         B.ld);
   }
   void trsmLeftUpper(Op op, View<S> R, View<S> B) {
     const auto t = traced("trsmLeftUpper (cuBLAS)");

@@ -213,6 +213,17 @@ struct HostOps {
     b = tmp;
   }
 
+  /// B <- op(T) B (left) or B op(T), T upper triangular.
+  void trmmUpper(bool left, Op op, View<S> T, View<S> B) {
+    if (B.empty()) return;
+    auto b = map(B);
+    const auto t = map(T).template triangularView<Eigen::Upper>();
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tmp;
+    if (left) tmp = (op == Op::T) ? (t.transpose() * b).eval() : (t * b).eval();
+    else tmp = (op == Op::T) ? (b * t.transpose()).eval() : (b * t).eval();
+    b = tmp;
+  }
+
   void trsmLeftUpper(Op op, View<S> R, View<S> B) {
     if (B.empty()) return;
     auto r = map(R);
@@ -300,7 +311,8 @@ struct HostOps {
     map(LU) = tile.topRows(n);
     signedLU(LU, s, T);
   }
-  // Level 0's Q, then Y = -Q2 U^{-1} (rows >= n), L and S R (rows < n), W = Y T: what the fused CUDA kernel computes.
+  // Level 0's Q, then Y = -Q2 U^{-1} (rows >= n), L and S R (rows < n), W = Y T (unless W.p is null): what the fused
+  // CUDA kernel computes.
   void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, const S* s,
                                View<S> T, View<S> R, View<S> A, View<S> W, S* tau) {
     const Index m = X.rows, n = X.cols;
@@ -316,7 +328,7 @@ struct HostOps {
       for (Index i = 0; i < n; ++i) a(i, j) = (i > j) ? lu(i, j) : s[i] * map(R)(i, j);
     Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> y = a;
     y.topRows(n) = lu.template triangularView<Eigen::UnitLower>();
-    map(W) = y * map(T).template triangularView<Eigen::Upper>();
+    if (W.p) map(W) = y * map(T).template triangularView<Eigen::Upper>();  // null: the caller keeps T instead
     for (Index j = 0; j < n; ++j) tau[j] = lu(j, j) * s[j];
   }
 

@@ -175,20 +175,23 @@ void tsqrTopBlockQ(Ops& ops, const TsqrTree<S>& t, View<S> C, S* tiles, View<S> 
 
 /// QR of the panel A (m x n, m >= n, n <= kTsqrMaxCols) by TSQR + ReconstructWY. On exit A, tau and W are what
 /// geqrfPanel + formPanelW produce: the packed factor in Eigen/LAPACK layout, the coefficients, and W = Y T.
-/// With `src`, A's contents on entry are ignored: the matrix is read from src (see tsqrTree).
+/// With `src`, A's contents on entry are ignored: the matrix is read from src (see tsqrTree). With Tout (n x n,
+/// non-null) T itself is copied there (H_0 ... H_{n-1} = I - Y T Y^T, T upper triangular); W may then be null
+/// (W.p == nullptr), and is not computed (applyYT uses T instead).
 template <class Ops, typename S>
-void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W);
+void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W, View<S> Tout = View<S>());
 
 template <class Ops, typename S>
-void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr) {
+void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr,
+               View<S> Tout = View<S>()) {
   const TsqrTree<S> t = tsqrTree(ops, A, scratch, src, notFinite, true, nullptr, /*formTopQ=*/true);  // 1. the tree
-  tsqrPanelFromTree(ops, t, A, tau, W);
+  tsqrPanelFromTree(ops, t, A, tau, W, Tout);
 }
 
 /// Stages 2 and 3 of tsqrPanel, after its tree `t` of the panel A (a caller may inspect the tree's level-0 scan before
 /// deciding to go on; the scratch after t.end is used).
 template <class Ops, typename S>
-void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W) {
+void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W, View<S> Tout) {
   const Index n = A.cols;
   S* p = t.end;
 
@@ -213,6 +216,7 @@ void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S
   S* s = p;
   ops.tsqrTopRowsLU(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T);
   ops.tsqrApplyQReconstructWY(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T, t.R, A, W, tau);
+  if (Tout.p) ops.copy(T, Tout);
 }
 
 }  // namespace detail

@@ -521,6 +521,25 @@ void panelSuite(Backend backend) {
     const M S = solvableMatrix<Scalar>(900, 70);
     checkSolve<M>(S, factor<M>(S, tsqr), 20.0);
   }
+  // A factorization that is one TSQR panel (n <= 32 < m) keeps T instead of W (applyYT): every product with Q, solve
+  // and copies go through T; a later compute() of a shape that needs W, and back, must switch forms.
+  for (auto mn : {std::pair<Index, Index>{700, 32}, std::pair<Index, Index>{300, 17}, std::pair<Index, Index>{33, 32}}) {
+    INFO("one TSQR panel (T instead of W), " << mn.first << " x " << mn.second);
+    const M S = solvableMatrix<Scalar>(mn.first, mn.second);
+    TCQR<M> qr = factorAndCheck<M>(S, tsqr);
+    checkAgainstEigen<M>(S, qr, 20.0);
+    checkQOperator<M>(qr, true);
+    checkSolve<M>(S, qr, 20.0);
+    const TCQR<M> copy(qr);
+    const M Wide = conditionedMatrix<Scalar>(300, 80, Spectrum::Arithmetic, 10.0);
+    qr.compute(Wide);  // 80 columns: recursion with W; the copy keeps its T
+    checkDecomposition<M>(Wide, qr, tsqr);
+    checkQOperator<M>(qr, false);
+    checkQOperator<M>(copy, false);
+    checkSolve<M>(S, copy, 20.0);
+    qr.compute(S);
+    checkSolve<M>(S, qr, 20.0);
+  }
 }
 
 /// solve() on square, tall and wide matrices; determinants on square ones.

@@ -14,7 +14,8 @@ namespace detail {
 /// One factorization, owned by one TensorCoreHouseholderQR object. Storage is column-major throughout:
 /// after factor(), `QR` (rows x cols, ld = rows) holds R on and above the diagonal and the essential parts of the
 /// Householder vectors below it (LAPACK/Eigen layout), `tau` holds min(rows, cols) coefficients, and the backend
-/// additionally keeps W (rows x k) such that H_0 H_1 ... H_{k-1} = I - W Y^T (Algorithm 1 of TPDS'25).
+/// additionally keeps W (rows x k) such that H_0 H_1 ... H_{k-1} = I - W Y^T (Algorithm 1 of TPDS'25; a product of
+/// such blocks, docs/DESIGN.md), or, where the whole factorization is one TSQR panel, T (k x k) with W = Y T.
 ///
 /// Host buffers handed out by this interface (staging()) are pinned memory on the CUDA backend. A pointer stays valid
 /// until the next call that takes a size.
@@ -68,9 +69,6 @@ class QRState {
   // Device-side views of the factorization (CUDA backend; the Host backend returns host pointers).
   virtual const Scalar* deviceQR() const = 0;
   virtual const Scalar* deviceTau() const = 0;
-  /// W of the WY form, m x min(m, n): a product of WY blocks down the recursion's right-hand spine, not one merged
-  /// I - W Y^T (docs/DESIGN.md, "The factorization"); for the library's own products with Q.
-  virtual const Scalar* deviceW() const = 0;
   /// Waits until every operation queued by this object has completed.
   virtual void synchronize() const = 0;
 
