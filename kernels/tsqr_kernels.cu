@@ -20,20 +20,6 @@ static_assert(TR % 32 == 0 && NC == 32, "tile shape: the kernels assume 32 colum
 
 __device__ __forceinline__ Index tsqrTileBegin(Index m, Index tiles, Index t) { return (m * t) / tiles; }
 
-/// Rows [r0, r0 + nr) of this block's tile t = blockIdx.x, computed by one thread and shared through shared memory
-/// (a block barrier): the two 64-bit divisions cost about 80 instructions each, which every warp of the level-0 tile
-/// QR paid, about 4% of its instructions (ncu source counters, H100, 2026-11-26).
-__device__ __forceinline__ void tileRows(Index m, Index tiles, Index& r0, int& nr) {
-  __shared__ Index sRows[2];
-  if (threadIdx.x == 0) {
-    sRows[0] = tsqrTileBegin(m, tiles, blockIdx.x);
-    sRows[1] = tsqrTileBegin(m, tiles, blockIdx.x + 1);
-  }
-  __syncthreads();
-  r0 = sRows[0];
-  nr = static_cast<int>(sRows[1] - sRows[0]);
-}
-
 template <typename S>
 __device__ __forceinline__ S warpSum(S v) {
 #pragma unroll
@@ -429,9 +415,8 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kFormQ || kTileWarps != 8 ? 
   S* V = reinterpret_cast<S*>(smem);  // column j: reflector j, unit diagonal explicit, zeros above
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
-  Index r0;
-  int nr;
-  tileRows(m, tiles, r0, nr);
+  const Index r0 = tsqrTileBegin(m, tiles, t);
+  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   constexpr int kColsPerWarp = NC / kTileWarps;
 
@@ -494,9 +479,8 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
   S* V = reinterpret_cast<S*>(smem);  // TR x n, unit lower trapezoid made explicit
   __shared__ S sTau[NC];
   const Index t = blockIdx.x;
-  Index r0;
-  int nr;
-  tileRows(m, tiles, r0, nr);
+  const Index r0 = tsqrTileBegin(m, tiles, t);
+  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
   const int warp = threadIdx.x / 32;
   constexpr int kColsPerWarp = NC / kTileWarps;
 
@@ -555,9 +539,8 @@ __global__ void __launch_bounds__(32 * kTileWarps, kFusedBlocksPerSM<S>)
   __shared__ __align__(16) S sT[NC][NC];  // sT[k][j] = T(k, j): upper (zero beyond n)
   __shared__ S sS[NC];
   const Index t = blockIdx.x;
-  Index r0;
-  int nr;
-  tileRows(m, tiles, r0, nr);
+  const Index r0 = tsqrTileBegin(m, tiles, t);
+  const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   constexpr int kColsPerWarp = NC / kTileWarps;
 
