@@ -254,7 +254,12 @@ class CudaQRState final : public QRState<S> {
     const Index need = std::max<Index>(m_rows * std::min(m_rows, m_cols), 1);
     if (need > m_w.capacity()) {
       synchronize();
-      m_w.reserve(need);
+      try {
+        m_w.reserve(need);
+      } catch (...) {
+        releaseAll();  // like a failed allocate(): nothing kept
+        throw;
+      }
     }
   }
 
@@ -287,17 +292,18 @@ class CudaQRState final : public QRState<S> {
     // W (rows x k) only where the factorization is not expected to be one TSQR panel, which keeps T (k x k).
     const Index need[4] = {std::max<Index>(rows * cols, 1), onePanel(rows, cols) ? 1 : std::max<Index>(rows * k, 1),
                            std::max<Index>(k, 1), std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
+    const Index kt = std::min(k, kTsqrMaxCols), needT = std::max<Index>(kt * kt, 1);
     const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
     const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors());
-    const bool grows = need[0] > m_a.capacity() || need[1] > m_w.capacity() || need[2] > m_tau.capacity() ||
-                       need[3] > m_scratch.capacity() || convBytes > m_conversion.buffer.capacity() ||
-                       partialBytes > m_partials.buffer.capacity();
+    const bool grows = need[0] > m_a.capacity() || need[1] > m_w.capacity() || needT > m_t.capacity() ||
+                       need[2] > m_tau.capacity() || need[3] > m_scratch.capacity() ||
+                       convBytes > m_conversion.buffer.capacity() || partialBytes > m_partials.buffer.capacity();
     if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
     m_rows = m_cols = 0;
     try {
       m_a.reserve(need[0]);
       m_w.reserve(need[1]);
-      m_t.reserve(std::max<Index>(std::min(k, kTsqrMaxCols) * std::min(k, kTsqrMaxCols), 1));
+      m_t.reserve(needT);
       m_tau.reserve(need[2]);
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
@@ -315,22 +321,29 @@ class CudaQRState final : public QRState<S> {
         m_workQueried = std::make_pair(rows, std::min(k, nb()));
       }
     } catch (...) {
-      m_workQueried = std::make_pair(Index(-1), Index(-1));
-      m_a.release();
-      m_w.release();
-      m_t.release();
-      m_tau.release();
-      m_scratch.release();
-      m_work.release();
-      m_rhs.release();
-      m_conversion.buffer.release();
-      m_partials.buffer.release();
-      m_colScale.release();
-      m_lastRow.device.release();
+      releaseAll();
       throw;
     }
     m_rows = rows;
     m_cols = cols;
+  }
+
+  // After a failed allocation: nothing is kept (the object is empty and reusable, see the out-of-memory test).
+  void releaseAll() {
+    m_rows = m_cols = 0;
+    m_tForm = false;
+    m_workQueried = std::make_pair(Index(-1), Index(-1));
+    m_a.release();
+    m_w.release();
+    m_t.release();
+    m_tau.release();
+    m_scratch.release();
+    m_work.release();
+    m_rhs.release();
+    m_conversion.buffer.release();
+    m_partials.buffer.release();
+    m_colScale.release();
+    m_lastRow.device.release();
   }
 
   // m_a = src (the device input of factorDevice).

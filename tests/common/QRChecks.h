@@ -540,6 +540,13 @@ void panelSuite(Backend backend) {
     qr.compute(S);
     checkSolve<M>(S, qr, 20.0);
   }
+  {
+    INFO("one-panel shape with a zero column: the general path with W, and its copy");
+    const M Z = withZeroColumns<Scalar>(600, 20, {3});
+    const TCQR<M> qr = factorAndCheck<M>(Z, tsqr);
+    const TCQR<M> copy(qr);
+    checkQOperator<M>(copy, true);
+  }
 }
 
 /// solve() on square, tall and wide matrices; determinants on square ones.

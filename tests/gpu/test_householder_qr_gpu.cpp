@@ -208,6 +208,43 @@ TEST_SUITE("gpu") {
     }
   }
 
+  TEST_CASE_TEMPLATE("[Cuda] computeOnDevice of one TSQR panel keeps T: Q products, solve, copies, fallback",
+                     T, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<T>;
+    // 27 columns (not a multiple of the tile kernel's 8 warps) and enough rows for level 0 to use its many-tiles
+    // shape; the panel reads dA directly and keeps T instead of W (CudaQRState::runFactor).
+    const Index m = 200000, n = 27;
+    const Options o{Backend::Cuda, 0, false};
+    const M A = tcqr_test::conditionedMatrix<T>(m, n, tcqr_test::Spectrum::Arithmetic, 10.0);
+    M Z = tcqr_test::conditionedMatrix<T>(m, n, tcqr_test::Spectrum::Arithmetic, 10.0);
+    Z.col(5).setZero();  // a column whose reflector may be the identity: the general path, with W
+    DeviceArray<T> dA(size_t(m * n)), dZ(size_t(m * n));
+    REQUIRE(dA.p != nullptr);
+    REQUIRE(dZ.p != nullptr);
+    CUDA_REQUIRE(cudaMemcpy(dA.p, A.data(), sizeof(T) * m * n, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaMemcpy(dZ.p, Z.data(), sizeof(T) * m * n, cudaMemcpyHostToDevice));
+    Eigen::TensorCoreHouseholderQR<M> qr;
+    qr.setBackend(Backend::Cuda);
+    qr.computeOnDevice(dA.p, m, n, m);
+    REQUIRE(qr.info() == Eigen::Success);
+    tcqr_test::checkDecomposition<M>(A, qr, o);
+    tcqr_test::checkQOperator<M>(qr, false);
+    tcqr_test::checkSolve<M>(A, qr, 10.0);
+    const Eigen::TensorCoreHouseholderQR<M> copyT(qr);
+    qr.computeOnDevice(dZ.p, m, n, m);
+    REQUIRE(qr.info() == Eigen::Success);
+    tcqr_test::checkDecomposition<M>(Z, qr, o);
+    tcqr_test::checkQOperator<M>(qr, false);
+    const Eigen::TensorCoreHouseholderQR<M> copyW(qr);
+    qr.computeOnDevice(dA.p, m, n, m);  // back to T
+    tcqr_test::checkSolve<M>(A, qr, 10.0);
+    tcqr_test::checkQOperator<M>(copyT, false);
+    tcqr_test::checkSolve<M>(A, copyT, 10.0);
+    tcqr_test::checkDecomposition<M>(Z, copyW, o);
+    tcqr_test::checkQOperator<M>(copyW, false);
+  }
+
   TEST_CASE_TEMPLATE("[Cuda] computeOnDevice: ld > rows, user stream, input untouched", T, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
@@ -409,7 +446,8 @@ TEST_SUITE("gpu") {
     const Index m = 67200000, n = 32;
     const size_t count = size_t(m) * size_t(n);
     REQUIRE(count > (size_t(1) << 31));
-    // Device: the input, the object's copy of it, W (m x n), plus small buffers.
+    // Device: the input, the object's copy of it, room for W (m x n; one TSQR panel keeps T instead, unless it falls
+    // back), plus small buffers.
     const size_t needed = 3 * count * sizeof(float) + (size_t(2) << 30);
     if (freeDeviceMemory() < needed) {
       MESSAGE("skipped: needs " << needed / (1 << 30) << " GiB of free device memory");
