@@ -10,6 +10,7 @@
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
 //   trmmRightUpper(B, T)                         B = B T, T upper triangular
+//   trmmUpper(left, op, T, B)                    B = op(T) B (left) or B op(T), T upper triangular (applyYT)
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
 //   setZero(A)
 // Every temporary comes from one scratch region sized up front by the callers (see *ScratchSize), so nothing is

@@ -100,11 +100,6 @@ struct Blas;
       TCQR_CHECK(cublas##P##gemmStridedBatched_64(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, lda, sa, B, ldb,  \
                                                   sb, &zero, C, ldc, sc, batch));                                  \
     }                                                                                                              \
-    static void trmmRightUpper(cublasHandle_t h, Index m, Index n, const S* T, Index ldt, S* B, Index ldb) {      \
-      const S one = 1;                                                                                             \
-      TCQR_CHECK(cublas##P##trmm_64(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,                    \
-                                    CUBLAS_DIAG_NON_UNIT, m, n, &one, T, ldt, B, ldb, B, ldb));                    \
-    }                                                                                                              \
     /* B <- op(T) B (side left) or B op(T), T upper triangular, in place (cuBLAS's out-of-place form with C = B) */ \
     static void trmmUpper(cublasHandle_t h, cublasSideMode_t side, cublasOperation_t op, Index m, Index n,         \
                           const S* T, Index ldt, S* B, Index ldb) {                                                \
@@ -429,7 +424,7 @@ struct CudaOps {
   }
   void trmmRightUpper(View<S> B, View<S> T) {
     const auto t = traced("trmmRightUpper (cuBLAS)");
-    if (!B.empty()) Blas<S>::trmmRightUpper(blas, B.rows, B.cols, T.p, T.ld, B.p, B.ld);
+    if (!B.empty()) Blas<S>::trmmUpper(blas, CUBLAS_SIDE_RIGHT, CUBLAS_OP_N, B.rows, B.cols, T.p, T.ld, B.p, B.ld);
   }
   /// B <- op(T) B (left) or B op(T), T upper triangular.
   void trmmUpper(bool left, Op op, View<S> T, View<S> B) {

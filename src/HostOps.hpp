@@ -205,13 +205,7 @@ struct HostOps {
     }
   }
 
-  void trmmRightUpper(View<S> B, View<S> T) {
-    if (B.empty()) return;
-    auto b = map(B);
-    auto t = map(T);
-    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tmp = b * t.template triangularView<Eigen::Upper>();
-    b = tmp;
-  }
+  void trmmRightUpper(View<S> B, View<S> T) { trmmUpper(false, Op::N, T, B); }
 
   /// B <- op(T) B (left) or B op(T), T upper triangular.
   void trmmUpper(bool left, Op op, View<S> T, View<S> B) {
