@@ -13,6 +13,7 @@
 //   trmmUpper(left, op, T, B)                    B = op(T) B (left) or B op(T), T upper triangular (applyYT)
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
 //   setZero(A)
+//   maxMergedCols                                 widest node whose W factorRecursive merges when blocks are taken
 // Every temporary comes from one scratch region sized up front by the callers (see *ScratchSize), so nothing is
 // allocated inside the recursion.
 #pragma once
@@ -313,12 +314,23 @@ void applyWYBlocks(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool
 /// product of block reflectors, Q = prod_i (I - W_i Y_i^T), block i covering columns [b_i, b_{i+1}) (the last up
 /// to n), W_i = W(b_i : m, b_i : b_{i+1}) (applyWYBlocks). That saves the merges' two m x n1 x n2 products at every
 /// spine node: at the top of a square matrix a quarter of all GEMM flops.
+/// `ops.maxMergedCols` (0: no cap) extends this to left children: with blocks, a left child wider than the cap is
+/// factored into blocks too (`spine` false: its nodes of at most the cap merge and are one block each, wider ones
+/// split again) and updates its right sibling block by block. The update's flops are the same either way (each
+/// block's product is as long as the merged one's, just narrower), while each merge costs two more m x n1 x n2
+/// products; a cap trades the narrower, less efficient GEMMs of the block-by-block update against those merges
+/// (Tunables.hpp: maxMergedCols). Nodes of the top spine (`spine` true) never merge, capped or not.
 template <class Ops, typename S>
 void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch,
-                     const char* identity = nullptr, std::vector<Index>* blocks = nullptr, Index col0 = 0) {
+                     const char* identity = nullptr, std::vector<Index>* blocks = nullptr, Index col0 = 0,
+                     bool spine = true) {
   const Index m = A.rows, n = A.cols;
   if (n == 0) return;
-  if (blocks) blocks->push_back(col0);  // a leaf's own block, or an inner node's left child
+  const Index cap = ops.maxMergedCols;
+  if (blocks && !spine && n <= cap) {  // inside a left child that stays blocks: narrow enough to merge, one block
+    blocks->push_back(col0);
+    blocks = nullptr;
+  }
   Index n1 = 0;
   if (n <= nb) {
     const Index f = firstSet(identity, n);
@@ -329,6 +341,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
         ops.setZero(View<S>(tau, n, 1, n));
         ops.setZero(W);
         ops.joinSide();
+        if (blocks) blocks->push_back(col0);
         return;
       }
       n1 = r;  // (the inner node's updates with W1 = 0 and a zero Y1 below its top leave A2 and W2 as they are)
@@ -342,6 +355,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
         ops.geqrfPanel(A, tau);
       if (f == 0 || !useTsqr(panel, m, n)) formPanelW(ops, A, tau, W, scratch);
       ops.joinSide();
+      if (blocks) blocks->push_back(col0);
       return;
     }
     if (n1 == 0) n1 = f == 0 ? 1 : f;  // the flagged column alone, or the columns before it: an inner node
@@ -354,21 +368,35 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
   const Index n2 = n - n1;
   View<S> A1 = A.leftCols(n1), A2 = A.rightCols(n2), W1 = W.leftCols(n1), W2 = W.rightCols(n2);
 
-  factorRecursive(ops, A1, tau, W1, nb, panel, scratch, identity);
+  // The left child merges its W unless the caller takes blocks and it is wider than the cap: then its own blocks
+  // (appended by it) update A2 one after another.
+  const bool leftBlocks = blocks && cap > 0 && n1 > cap;
+  if (blocks && !leftBlocks) blocks->push_back(col0);
+  const size_t leftFirst = blocks ? blocks->size() : 0;
+  factorRecursive(ops, A1, tau, W1, nb, panel, scratch, identity, leftBlocks ? blocks : nullptr, col0, false);
+  std::vector<Index> left;  // the left child's blocks, relative to its first column
+  if (leftBlocks)
+    for (size_t i = leftFirst; i < blocks->size(); ++i) left.push_back((*blocks)[i] - col0);
   // [R12; A22] = Q1^T A2
+  auto updateA2 = [&](auto& o, View<S> B, S* s) {
+    if (leftBlocks)
+      applyWYBlocks(o, A1, W1, B, true, true, s, &left);
+    else
+      applyQtLeft(o, A1, W1, B, s);
+  };
   const Index first = firstLeafCols(n2, nb);
   if (first < n2 && ops.sideLaneAvailable()) {
-    applyQtLeft(ops, A1, W1, A2.leftCols(first), scratch);
+    updateA2(ops, A2.leftCols(first), scratch);
     ops.forkSide();
     auto side = ops.sideLane();
     // Disjoint from the scratch of the leaf that runs meanwhile (factorScratchSize counts both).
-    applyQtLeft(side, A1, W1, A2.rightCols(n2 - first), scratch + leafScratchSize(m, nb, panel));
+    updateA2(side, A2.rightCols(n2 - first), scratch + leafScratchSize(m, nb, panel));
     ops.sideDone();
   } else {
-    applyQtLeft(ops, A1, W1, A2, scratch);
+    updateA2(ops, A2, scratch);
   }
   factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, panel, scratch,
-                  identity ? identity + n1 : nullptr, blocks, col0 + n1);
+                  identity ? identity + n1 : nullptr, blocks, col0 + n1, spine);
   if (blocks) return;  // W1 and W2 stay separate blocks
 
   // W2 <- W2 - W1 (Y1^T W2). The top n1 rows of W2 are zero, so Y1^T W2 only involves Y1's dense bottom part.

@@ -1,7 +1,9 @@
 // Tunables.hpp - named tuning constants, in one place.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 
 #include "tcqr/Backend.h"
 
@@ -35,6 +37,30 @@ inline TrmmPlan trmmPlan(Precision mode) {
     case Precision::FP16:
     case Precision::BF16: return {TrmmScheme::BlockRows, 1024};
     default: return {TrmmScheme::Recursive, 512};
+  }
+}
+/// factorRecursive's merge cap (Algorithms.hpp) for an m-row factorization in a precision mode: with WY blocks, a left
+/// child wider than this is factored into blocks of at most this many columns, which update its sibling one after
+/// another, instead of merging its W (two m x n1 x n2 products per merge). 0: no cap, every left child merges.
+/// Measured on the H100 (2026-11-26, qr_bench, medians of 3; the sweep is in
+/// bench/results/logs/2026-11-26-h100-merge-cap-sweep.log), against no cap:
+/// - FP32 16384^2 225-227 ms at caps 512-1024 against 270 (256: 237); 8192^2 61 against 66; 131072 x 2048 49.1 at
+///   256 against 52.4 (512: 50.8); 524288 x 512 18.5 at 128 against 19.0 (within run-to-run noise, ~3%).
+/// - FP64 16384^2 228-235 at 512-1024 against 266-271; 131072 x 2048 58.6 at 256 against 61.7 (512: 59.4).
+/// - TF32x3 16384^2 270 at 512 against 273 (256: 327); 131072 x 2048 80.8 against 81.6.
+/// - TF32 and FP16 16384^2 98-104 at 2048 against 104-108; caps of 512 and below cost up to 1.9x (the merged W's
+///   long products are what the tensor cores do fastest).
+/// Hence, per mode, a cap where the products are S/DGEMM speed-bound (smaller where the panels are tall, which keeps
+/// each block's update GEMM efficient while the merges' cost grows with the row count) and a wide one for the
+/// tensor-core modes. TCQR_MAX_MERGED_COLS=<n> overrides it (for measuring; 0 restores the uncapped recursion).
+inline std::ptrdiff_t maxMergedCols(Precision mode, std::ptrdiff_t rows) {
+  if (const char* v = std::getenv("TCQR_MAX_MERGED_COLS")) return std::max<std::ptrdiff_t>(0, std::atol(v));
+  switch (mode) {
+    case Precision::TF32:
+    case Precision::FP16:
+    case Precision::BF16: return 2048;
+    case Precision::TF32x3: return 512;
+    default: return rows >= 65536 ? 256 : 512;  // FP32, FP64, FP64Emulated
   }
 }
 /// Threads per block of the element-wise kernels.

@@ -181,3 +181,94 @@ TEST_CASE_TEMPLATE("WY blocks: same factorization without the spine's merges, Q 
     }
   }
 }
+
+TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay blocks and update block by block", T, float,
+                   double) {
+  TCQR_RANDOM_SEED();
+  const double eps = double(Eigen::NumTraits<T>::epsilon());
+  struct Case {
+    Eigen::Index m, n, nb, cap;
+    PanelKind panel;
+    bool sideLane;   // with the look-ahead's split update
+    Eigen::Index zeroColumn;  // -1: none; else a zero column (a leaf split around an identity reflector)
+  };
+  for (const Case c : {Case{700, 512, 32, 64, PanelKind::Tsqr, false, -1}, Case{700, 512, 32, 128, PanelKind::Tsqr, true, -1},
+                       Case{400, 400, 16, 40, PanelKind::Geqrf, false, -1}, Case{600, 300, 32, 32, PanelKind::Hybrid, true, 77},
+                       Case{300, 450, 32, 64, PanelKind::Tsqr, false, 130}, Case{520, 260, 16, 8, PanelKind::Tsqr, false, -1}}) {
+    INFO(c.m << " x " << c.n << ", nb " << c.nb << ", cap " << c.cap << ", panel " << int(c.panel) << ", side lane "
+              << c.sideLane << ", zero column " << c.zeroColumn);
+    const Eigen::Index m = c.m, n = c.n, k = std::min(m, n);
+    Mat<T> A0 = tcqr_test::uniformMatrix<T>(m, n);
+    if (c.zeroColumn >= 0) A0.col(c.zeroColumn).setZero();
+    std::vector<char> identity;
+    if (c.zeroColumn >= 0) identity = tcqr::detail::hostIdentityReflectorColumns(View<T>(A0.data(), m, n, m));
+    Mat<T> A = A0, W = Mat<T>::Zero(m, k);
+    std::vector<T> tau(static_cast<size_t>(k));
+    const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, c.nb, c.panel);
+    const T guard = T(12345.5);
+    std::vector<T> scratch(static_cast<size_t>(2 * need + 64), guard);
+    std::vector<Eigen::Index> blocks, uncapped;
+    SideLaneHostOps<T> side;
+    HostOps<T> plain;
+    side.maxMergedCols = plain.maxMergedCols = c.cap;
+    if (c.sideLane)
+      tcqr::detail::factor(side, View<T>(A.data(), m, n, m), tau.data(), View<T>(W.data(), m, k, m), c.nb, c.panel,
+                           scratch.data(), static_cast<T*>(nullptr), identity.empty() ? nullptr : identity.data(),
+                           &blocks);
+    else
+      tcqr::detail::factor(plain, View<T>(A.data(), m, n, m), tau.data(), View<T>(W.data(), m, k, m), c.nb, c.panel,
+                           scratch.data(), static_cast<T*>(nullptr), identity.empty() ? nullptr : identity.data(),
+                           &blocks);
+    Eigen::Index touched = 0;
+    for (Eigen::Index i = need; i < Eigen::Index(scratch.size()); ++i) touched += scratch[static_cast<size_t>(i)] != guard;
+    CHECK(touched == 0);
+    if (c.sideLane) CHECK(side.forks == side.joins);
+    {  // the same matrix without a cap, for the block count
+      Mat<T> A2 = A0, W2 = Mat<T>::Zero(m, k);
+      std::vector<T> tau2(static_cast<size_t>(k));
+      HostOps<T> uncappedOps;
+      tcqr::detail::factor(uncappedOps, View<T>(A2.data(), m, n, m), tau2.data(), View<T>(W2.data(), m, k, m), c.nb,
+                           c.panel, scratch.data(), static_cast<T*>(nullptr),
+                           identity.empty() ? nullptr : identity.data(), &uncapped);
+    }
+    REQUIRE(!blocks.empty());
+    CHECK(blocks.front() == 0);
+    for (size_t i = 1; i < blocks.size(); ++i) CHECK(blocks[i] > blocks[i - 1]);
+    CHECK(blocks.back() < k);
+    // Every block is a merged node (at most the cap) or a leaf (at most nb); without the cap the first block (the top
+    // left child) is wider, so the cap changed the recursion.
+    auto widest = [k](const std::vector<Eigen::Index>& b) {
+      Eigen::Index w = 0;
+      for (size_t i = 0; i < b.size(); ++i) w = std::max(w, (i + 1 < b.size() ? b[i + 1] : k) - b[i]);
+      return w;
+    };
+    CHECK(widest(blocks) <= std::max(c.cap, c.nb));
+    CHECK(widest(uncapped) > std::max(c.cap, c.nb));
+    MESSAGE("blocks: " << blocks.size() << " (uncapped " << uncapped.size() << ")");
+    if (c.zeroColumn >= 0 && c.zeroColumn < k) CHECK(tau[static_cast<size_t>(c.zeroColumn)] == T(0));
+
+    // A correct factorization (Q from the reflectors, in double), and Q applied block by block with W.
+    const Eigen::MatrixXd packed = A.template cast<double>();
+    const Eigen::VectorXd tauD = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(tau.data(), k).template cast<double>();
+    const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(packed, tauD) *
+                              Eigen::MatrixXd::Identity(m, k);
+    const Eigen::MatrixXd R = packed.topRows(k).template triangularView<Eigen::Upper>();
+    const Eigen::MatrixXd Ad = A0.template cast<double>();
+    CHECK((Ad.leftCols(k) - Q * R.leftCols(k)).norm() / (Ad.norm() * double(m) * eps) < 30);
+    if (n > k) CHECK((Ad - Q * R).norm() / (Ad.norm() * double(m) * eps) < 30);
+    CHECK((Q.transpose() * Q - Eigen::MatrixXd::Identity(k, k)).norm() / (double(m) * eps) < 30);
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool onLeft = variant < 2, transpose = variant % 2 == 1;
+      INFO("onLeft " << onLeft << ", transpose " << transpose);
+      const Eigen::Index r = 5;
+      const Mat<T> B0 = onLeft ? tcqr_test::uniformMatrix<T>(m, r) : tcqr_test::uniformMatrix<T>(r, m);
+      Mat<T> B = B0;
+      std::vector<T> work(static_cast<size_t>(tcqr::detail::applyScratchSize(k, r)));
+      tcqr::detail::applyWYBlocks(plain, View<T>(A.data(), m, k, m), View<T>(W.data(), m, k, m),
+                                  View<T>(B.data(), B.rows(), B.cols(), B.rows()), onLeft, transpose, work.data(),
+                                  &blocks);
+      const Eigen::MatrixXd ref = referenceApply(packed, tauD, k, B0.template cast<double>(), onLeft, transpose);
+      CHECK((B.template cast<double>() - ref).norm() / (ref.norm() * double(m) * eps) < 30);
+    }
+  }
+}
