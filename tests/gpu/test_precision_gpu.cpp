@@ -10,6 +10,7 @@
 // clang-format on
 
 #include <cmath>
+#include <cstdlib>
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -51,6 +52,19 @@ TEST_SUITE("gpu") {
     TCQR_RANDOM_SEED();
     Eigen::initParallel();
     tcqr_test::modeBoundsSuite<T>(Backend::Cuda, kShapes);
+  }
+
+  // The default merge caps (Tunables.hpp maxMergedCols) keep left children of up to 256-2048 columns merged; 64 makes
+  // every wider left child stay WY blocks (Algorithms.hpp factorRecursive), in every mode and on both TRMM paths.
+  TEST_CASE_TEMPLATE("[Cuda] every precision mode within its error bounds with a merge cap of 64 columns", T, float,
+                     double) {
+    TCQR_RANDOM_SEED();
+    Eigen::initParallel();
+    struct Restore {
+      ~Restore() { unsetenv("TCQR_MAX_MERGED_COLS"); }
+    } restore;
+    setenv("TCQR_MAX_MERGED_COLS", "64", 1);
+    tcqr_test::modeBoundsSuite<T>(Backend::Cuda, {{1001, 999}, {2100, 1100}, {2300, 2200}});
   }
 
   TEST_CASE("[Cuda] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {

@@ -7,6 +7,7 @@
 #include "common/TestConfig.h"  // first: redefines eigen_assert to throw EigenAssertionFailed
 // clang-format on
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,18 @@ const std::vector<std::pair<Index, Index>> kShapes = {{300, 200}, {257, 129}, {1
 TEST_CASE_TEMPLATE("[Host] every precision mode within its error bounds", T, float, double) {
   TCQR_RANDOM_SEED();
   tcqr_test::modeBoundsSuite<T>(Backend::Host, kShapes);
+}
+
+// The default merge caps (Tunables.hpp maxMergedCols: 256-2048 columns) leave these shapes uncapped; 64 makes every
+// left child above 64 columns stay WY blocks (Algorithms.hpp factorRecursive), in every mode.
+TEST_CASE_TEMPLATE("[Host] every precision mode within its error bounds with a merge cap of 64 columns", T, float,
+                   double) {
+  TCQR_RANDOM_SEED();
+  struct Restore {
+    ~Restore() { unsetenv("TCQR_MAX_MERGED_COLS"); }
+  } restore;
+  setenv("TCQR_MAX_MERGED_COLS", "64", 1);
+  tcqr_test::modeBoundsSuite<T>(Backend::Host, {{300, 200}, {400, 390}});
 }
 
 TEST_CASE("[Host] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {
