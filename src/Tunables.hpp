@@ -45,7 +45,7 @@ inline TrmmPlan trmmPlan(Precision mode) {
 /// Measured on the H100 (2026-11-26, qr_bench, medians of 3; the sweep is in
 /// bench/results/logs/2026-11-26-h100-merge-cap-sweep.log), against no cap:
 /// - FP32 16384^2 225-227 ms at caps 512-1024 against 270 (256: 237); 8192^2 61 against 66; 131072 x 2048 49.1 at
-///   256 against 52.4 (512: 50.8); 524288 x 512 18.5 at 128 against 19.0 (within run-to-run noise, ~3%).
+///   256 against 52.4 (512: 50.8, 128: 49.7-49.8); 524288 x 512 18.42-18.47 at 128 against 19.02 (three runs).
 /// - FP64 16384^2 228-235 at 512-1024 against 266-271; 131072 x 2048 58.6 at 256 against 61.7 (512: 59.4).
 /// - TF32x3 16384^2 270 at 512 against 273 (256: 327); 131072 x 2048 80.8 against 81.6.
 /// - TF32 and FP16 16384^2 98-104 at 2048 against 104-108; caps of 512 and below cost up to 1.9x (the merged W's
@@ -60,7 +60,7 @@ inline std::ptrdiff_t maxMergedCols(Precision mode, std::ptrdiff_t rows) {
     case Precision::FP16:
     case Precision::BF16: return 2048;
     case Precision::TF32x3: return 512;
-    default: return rows >= 65536 ? 256 : 512;  // FP32, FP64, FP64Emulated
+    default: return rows >= 262144 ? 128 : rows >= 65536 ? 256 : 512;  // FP32, FP64, FP64Emulated
   }
 }
 /// Threads per block of the element-wise kernels.
