@@ -163,6 +163,32 @@ TEST_SUITE("gpu") {
     }
   }
 
+  // The look-ahead's side stream with left children kept as WY blocks (TCQR_MAX_MERGED_COLS=64: the default caps leave
+  // these shapes merged), so that the block-by-block update also runs split across the two streams.
+  TEST_CASE_TEMPLATE("[Cuda] look-ahead with a merge cap of 64 columns", T, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<T>;
+    Eigen::initParallel();
+    struct Restore {
+      ~Restore() {
+        unsetenv("TCQR_LOOKAHEAD");
+        unsetenv("TCQR_MAX_MERGED_COLS");
+      }
+    } restore;
+    setenv("TCQR_LOOKAHEAD", "1", 1);
+    setenv("TCQR_MAX_MERGED_COLS", "64", 1);
+    for (auto mn : {std::pair<Index, Index>{3000, 700}, std::pair<Index, Index>{1100, 1060}}) {
+      for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Geqrf}) {
+        const Index m = mn.first, n = mn.second;
+        INFO(m << " x " << n << ", panel " << int(panel));
+        const M A = tcqr_test::conditionedMatrix<T>(m, n, tcqr_test::Spectrum::Geometric, 1e3);
+        const Options o{Backend::Cuda, 0, false, panel};
+        const auto qr = tcqr_test::factorAndCheck<M>(A, o);
+        tcqr_test::checkAgainstEigen<M>(A, qr, 1e3);
+      }
+    }
+  }
+
   TEST_CASE_TEMPLATE("[Cuda] Host and CUDA backends agree", T, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
