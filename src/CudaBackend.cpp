@@ -275,10 +275,12 @@ class CudaQRState final : public QRState<S> {
     ops.hostWork = &m_hostWork;
     ops.dInfo = m_flags.get() + 1;
     ops.mode = mode;
-    ops.maxMergedCols = maxMergedCols(mode, m_rows);
     ops.conversion = &m_conversion;
     ops.partials = &m_partials;
-    if (factorization) m_ctx.fillSideLane(ops);  // factorRecursive's look-ahead
+    if (factorization) {
+      ops.maxMergedCols = maxMergedCols(mode, m_rows);  // only factorRecursive reads it
+      m_ctx.fillSideLane(ops);                          // factorRecursive's look-ahead
+    }
     return ops;
   }
 

@@ -247,7 +247,7 @@ struct CudaOps {
   bool sidePending = false;
   OpTrace* trace = nullptr;  ///< TCQR_TRACE=1: per-operation GPU times (OpTrace.hpp); null otherwise
   int sms = 1;               ///< multiprocessors of the device (the chunk counts of gemmChunkedTN)
-  Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; the backend sets maxMergedCols(mode))
+  Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
 
   OpTraceScope traced(const char* label) const { return OpTraceScope(trace, label, stream); }
   static const char* gemmLabel(Index m, Index n, Index k) {

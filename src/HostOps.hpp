@@ -58,7 +58,7 @@ std::vector<char> hostIdentityReflectorColumns(View<S> A) {
 template <typename S>
 struct HostOps {
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (emulated); gemmExact() always runs in S
-  Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; the backend sets maxMergedCols(mode))
+  Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (std::is_same<S, float>::value && (mode == Precision::TF32 || mode == Precision::TF32x3 ||
