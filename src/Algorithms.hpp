@@ -9,11 +9,10 @@
 //   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
-//   trmmRightUpper(B, T)                         B = B T, T upper triangular
-//   trmmUpper(left, op, T, B)                    B = op(T) B (left) or B op(T), T upper triangular (applyYT)
+//   trmmUpper(left, op, T, B)                    B = op(T) B (left) or B op(T), T upper triangular
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
 //   setZero(A)
-//   maxMergedCols                                 widest node whose W factorRecursive merges when blocks are taken
+//   maxMergedCols                                 widest node whose T factorRecursive merges when blocks are taken
 // Every temporary comes from one scratch region sized up front by the callers (see *ScratchSize), so nothing is
 // allocated inside the recursion.
 #pragma once
@@ -77,24 +76,35 @@ inline bool anyTsqrLeaf(PanelKind panel, Index m, Index n, Index nb) {
   return anyTsqrLeaf(panel, m, n1, nb) || anyTsqrLeaf(panel, m - n1, n - n1, nb);
 }
 
+/// Scratch needed to apply a k-reflector compact WY form to `c` vectors (applyYT): the unit lower top block of Y, the
+/// product Y^T B and, in the tensor-core modes, T's product with it (out of place).
+inline Index applyScratchSize(Index k, Index c) { return k * k + 2 * k * c; }
+
 /// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem: a leaf, and at an inner node the
-/// update of the right half (n1 x n, at most) next to a leaf (the look-ahead, see factorRecursive).
+/// update of the right half next to a leaf (the look-ahead, see factorRecursive), or the merge of the two T's.
 inline Index factorScratchSize(Index m, Index n, Index nb, PanelKind panel) {
   const Index leaf = leafScratchSize(m, std::min(n, nb), panel);
-  return n > nb ? leaf + splitColumns(n, nb) * n : leaf;
+  if (n <= nb) return leaf;
+  const Index n1 = splitColumns(n, nb), n2 = n - n1;
+  return leaf + std::max(applyScratchSize(n1, n2), n2 * n2);
 }
-/// Scratch needed to apply a k-reflector WY form to `c` vectors.
-inline Index applyScratchSize(Index k, Index c) { return k * c + k * k; }
 
-/// W = Y T for a freshly factored panel (A holds Y below its diagonal). W must have A's shape.
+/// Whether the precision mode runs its GEMMs on tensor cores: T's products with Z in applyYT are then GEMMs in the
+/// mode, which beat cuBLAS's FP32 TRMM (the TRMM's half flops at SGEMM speed) by far.
+inline bool tensorCoreMode(Precision mode) {
+  return mode == Precision::TF32 || mode == Precision::TF32x3 || mode == Precision::FP16 || mode == Precision::BF16;
+}
+
+/// T (k x k, upper triangular, zeros below the diagonal) of a freshly factored panel, from S = Y^T Y and tau
+/// (LAPACK larft): H_0 ... H_{k-1} = I - Y T Y^T. A (m x k, m >= k) holds Y below its diagonal. Scratch: 2 k^2.
 template <class Ops, typename S>
-void formPanelW(Ops& ops, View<S> A, const S* tau, View<S> W, S* scratch) {
-  const Index k = A.cols;
-  View<S> Sm(scratch, k, k, k), T(scratch + k * k, k, k, k);
-  ops.copyUnitLower(A, W);
-  ops.gemmExact(Op::T, Op::N, S(1), W, W, S(0), Sm);
+void formPanelT(Ops& ops, View<S> A, const S* tau, View<S> T, S* scratch) {
+  const Index m = A.rows, k = A.cols;
+  View<S> Yt(scratch, k, k, k), Sm(scratch + k * k, k, k, k);
+  ops.copyUnitLower(A.topRows(k), Yt);
+  ops.gemmExact(Op::T, Op::N, S(1), Yt, Yt, S(0), Sm);
+  if (m > k) ops.gemmExact(Op::T, Op::N, S(1), A.bottomRows(m - k), A.bottomRows(m - k), S(1), Sm);
   ops.formT(Sm, tau, T);
-  ops.trmmRightUpper(W, T);
 }
 
 /// The block structure of the recursive TRMM of TPDS'25 Algorithm 3, for C += alpha op(L) Z with L (k x k) lower
@@ -169,73 +179,13 @@ void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C) {
   trmmLowerAcc(ops, opL, alpha, L, Z, C, trmmPlan(ops.mode));
 }
 
-/// B <- (I - W Y^T)^T B = B - Y (W^T B). Y is the m x k unit lower trapezoid stored in `Yp` (Householder vectors below
-/// the diagonal; the diagonal and above are ignored), W is m x k, B is m x c.
-template <class Ops, typename S>
-void applyQtLeft(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
-  const Index m = Yp.rows, k = Yp.cols, c = B.cols;
-  if (k == 0 || c == 0) return;
-  View<S> Z(scratch, k, c, k), Yt(scratch + k * c, k, k, k);
-  ops.gemm(Op::T, Op::N, S(1), W, B, S(0), Z);
-  ops.copyUnitLower(Yp.topRows(k), Yt);
-  trmmLowerAcc(ops, Op::N, S(-1), Yt, Z, B.topRows(k));
-  if (m > k) ops.gemm(Op::N, Op::N, S(-1), Yp.bottomRows(m - k), Z, S(1), B.bottomRows(m - k));
-}
-
-/// B <- (I - W Y^T) B = B - W (Y^T B).
-template <class Ops, typename S>
-void applyQLeft(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
-  const Index m = Yp.rows, k = Yp.cols, c = B.cols;
-  if (k == 0 || c == 0) return;
-  View<S> Z(scratch, k, c, k), Yt(scratch + k * c, k, k, k);
-  ops.copyUnitLower(Yp.topRows(k), Yt);
-  if (k > trmmPlan(ops.mode).cutoff) {
-    ops.setZero(Z);
-    trmmLowerAcc(ops, Op::T, S(1), Yt, B.topRows(k), Z);
-  } else {
-    ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
-  }
-  if (m > k) ops.gemm(Op::T, Op::N, S(1), Yp.bottomRows(m - k), B.bottomRows(m - k), S(1), Z);
-  ops.gemm(Op::N, Op::N, S(-1), W, Z, S(1), B);
-}
-
-/// B <- B (I - W Y^T) = B - (B W) Y^T, B is r x m.
-template <class Ops, typename S>
-void applyQRight(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
-  const Index m = Yp.rows, k = Yp.cols, r = B.rows;
-  if (k == 0 || r == 0) return;
-  View<S> Z(scratch, r, k, r), Yt(scratch + k * r, k, k, k);
-  ops.gemm(Op::N, Op::N, S(1), B, W, S(0), Z);
-  ops.copyUnitLower(Yp.topRows(k), Yt);
-  ops.gemm(Op::N, Op::T, S(-1), Z, Yt, S(1), B.leftCols(k));
-  if (m > k) ops.gemm(Op::N, Op::T, S(-1), Z, Yp.bottomRows(m - k), S(1), B.rightCols(m - k));
-}
-
-/// B <- B (I - W Y^T)^T = B - (B Y) W^T, B is r x m.
-template <class Ops, typename S>
-void applyQtRight(Ops& ops, View<S> Yp, View<S> W, View<S> B, S* scratch) {
-  const Index m = Yp.rows, k = Yp.cols, r = B.rows;
-  if (k == 0 || r == 0) return;
-  View<S> Z(scratch, r, k, r), Yt(scratch + k * r, k, k, k);
-  ops.copyUnitLower(Yp.topRows(k), Yt);
-  ops.gemm(Op::N, Op::N, S(1), B.leftCols(k), Yt, S(0), Z);
-  if (m > k) ops.gemm(Op::N, Op::N, S(1), B.rightCols(m - k), Yp.bottomRows(m - k), S(1), Z);
-  ops.gemm(Op::N, Op::T, S(-1), Z, W, S(1), B);
-}
-
-/// Dispatch of the four applications above.
-template <class Ops, typename S>
-void applyWY(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool transpose, S* scratch) {
-  if (onLeft)
-    transpose ? applyQtLeft(ops, Yp, W, B, scratch) : applyQLeft(ops, Yp, W, B, scratch);
-  else
-    transpose ? applyQtRight(ops, Yp, W, B, scratch) : applyQRight(ops, Yp, W, B, scratch);
-}
-
-/// applyWY with Q = I - Y T Y^T given by T (k x k, upper triangular) instead of W = Y T: the W product becomes the
-/// same product with Y plus a k x k triangular product, as much memory traffic as with W, without storing W.
-/// A factorization that is one TSQR panel keeps T (CudaQRState and HostQRState; ReconstructWY gives it for free),
-/// which saves writing W (m x k) in compute(). Scratch: applyScratchSize(k, c).
+/// B <- op(Q) B (onLeft) or B op(Q) for Q = I - Y T Y^T: Y the m x k unit lower trapezoid stored in `Yp` (Householder
+/// vectors below the diagonal; the diagonal and above are ignored), T (k x k) upper triangular with zeros below its
+/// diagonal (the compact WY form, LAPACK larfb). Scratch: applyScratchSize(k, c), c = B's other dimension.
+/// On the left, Y's triangular top block is multiplied by trmmLowerAcc where it is wider than the mode's TRMM cutoff
+/// (half the flops of a full product), and T's product with Z = Y^T B runs in the mode: a GEMM on tensor cores, else
+/// cuBLAS's TRMM in the storage precision. The right-hand side (B Q, B Q^T) is only used for Q products in the
+/// storage precision, with plain GEMMs.
 template <class Ops, typename S>
 void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool transpose, S* scratch) {
   const Index m = Yp.rows, k = Yp.cols;
@@ -245,10 +195,22 @@ void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool trans
   const Op opT = transpose ? Op::T : Op::N;
   if (onLeft) {  // Q B = B - Y (T (Y^T B)), Q^T B = B - Y (T^T (Y^T B))
     View<S> Z(scratch + k * k, k, B.cols, k);
-    ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
+    const TrmmPlan plan = trmmPlan(ops.mode);
+    if (k > plan.cutoff) {
+      ops.setZero(Z);
+      trmmLowerAcc(ops, Op::T, S(1), Yt, B.topRows(k), Z, plan);
+    } else {
+      ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
+    }
     if (m > k) ops.gemm(Op::T, Op::N, S(1), Yp.bottomRows(m - k), B.bottomRows(m - k), S(1), Z);
-    ops.trmmUpper(true, opT, T, Z);
-    ops.gemm(Op::N, Op::N, S(-1), Yt, Z, S(1), B.topRows(k));
+    if (tensorCoreMode(ops.mode)) {
+      View<S> TZ(scratch + k * k + k * B.cols, k, B.cols, k);
+      ops.gemm(opT, Op::N, S(1), T, Z, S(0), TZ);
+      Z = TZ;
+    } else {
+      ops.trmmUpper(true, opT, T, Z);
+    }
+    trmmLowerAcc(ops, Op::N, S(-1), Yt, Z, B.topRows(k), plan);
     if (m > k) ops.gemm(Op::N, Op::N, S(-1), Yp.bottomRows(m - k), Z, S(1), B.bottomRows(m - k));
   } else {  // B Q = B - ((B Y) T) Y^T, B Q^T = B - ((B Y) T^T) Y^T
     View<S> Z(scratch + k * k, B.rows, k, B.rows);
@@ -260,22 +222,17 @@ void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool trans
   }
 }
 
-/// applyWY for a W of WY blocks (factor() with `blocks`; null or empty: one block), Q = Q_0 ... Q_{p-1} with
-/// Q_i = I - W_i Y_i^T acting on rows b_i .. m. Yp and W may be the first `length` columns only (Q_L): the blocks
-/// are clipped to Yp.cols (a block's first columns are the WY form of its first reflectors). Scratch: that of
-/// applyWY for all Yp.cols columns.
-/// With T (T.p non-null) the form is one block given by T instead of W (applyYT; W and blocks are ignored), T's
-/// leading Yp.cols x Yp.cols block being used.
+/// applyYT for Q given as WY blocks (factor() with `blocks`; null or empty: one block), Q = Q_0 ... Q_{p-1} with
+/// Q_i = I - Y_i T_i Y_i^T acting on rows b_i .. m, T_i = T(b_i : b_{i+1}, b_i : b_{i+1}) (the diagonal blocks of the
+/// k x k T; the rest of T is not read). Yp may be the first `length` columns only (Q_L): the blocks are clipped to
+/// Yp.cols (the leading block of a block's T is the T of its first reflectors). Scratch: that of applyYT for all
+/// Yp.cols columns.
 template <class Ops, typename S>
-void applyWYBlocks(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool transpose, S* scratch,
-                   const std::vector<Index>* blocks, View<S> T = View<S>()) {
+void applyWYBlocks(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool transpose, S* scratch,
+                   const std::vector<Index>* blocks) {
   const Index m = Yp.rows, k = Yp.cols;
-  if (T.p) {
-    applyYT(ops, Yp, T.block(0, 0, k, k), B, onLeft, transpose, scratch);
-    return;
-  }
   if (blocks == nullptr || blocks->size() <= 1) {
-    applyWY(ops, Yp, W, B, onLeft, transpose, scratch);
+    applyYT(ops, Yp, T.block(0, 0, k, k), B, onLeft, transpose, scratch);
     return;
   }
   Index count = 0;  // blocks that start before k
@@ -286,13 +243,20 @@ void applyWYBlocks(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool
     const Index i = forward ? t : count - 1 - t;
     const Index b0 = (*blocks)[static_cast<size_t>(i)];
     const Index b1 = i + 1 < count ? (*blocks)[static_cast<size_t>(i + 1)] : k;
-    const View<S> Yi = Yp.block(b0, b0, m - b0, b1 - b0), Wi = W.block(b0, b0, m - b0, b1 - b0);
-    applyWY(ops, Yi, Wi, onLeft ? B.bottomRows(m - b0) : B.rightCols(m - b0), onLeft, transpose, scratch);
+    const View<S> Yi = Yp.block(b0, b0, m - b0, b1 - b0), Ti = T.block(b0, b0, b1 - b0, b1 - b0);
+    applyYT(ops, Yi, Ti, onLeft ? B.bottomRows(m - b0) : B.rightCols(m - b0), onLeft, transpose, scratch);
   }
 }
 
-/// Recursive Householder QR of A (m x n, m >= n), TPDS'25 Algorithm 1. On exit A holds R and the Householder
-/// vectors (Eigen/LAPACK layout), tau the coefficients, and W (m x n) satisfies H_0 ... H_{n-1} = I - W Y^T.
+/// Recursive Householder QR of A (m x n, m >= n), TPDS'25 Algorithm 1, in compact WY form. On exit A holds R and the
+/// Householder vectors (Eigen/LAPACK layout), tau the coefficients, and T (n x n, upper triangular, zeros below the
+/// diagonal; ld of the caller's choice) satisfies H_0 ... H_{n-1} = I - Y T Y^T.
+///
+/// Compact WY (LAPACK's larft/larfb, Schreiber and Van Loan) rather than the papers' W = Y T: a node merges its
+/// children's forms as T12 = -T1 (Y1^T Y2) T2, one n1 x n2 product over the rows plus two small triangular
+/// products, where merging W (W2 <- W2 - W1 (Y1^T W2)) takes two m x n1 x n2 products and writes W2; and no m x n W
+/// is ever stored, so the factorization keeps n x n scalars beside A instead of m x n. The update of the right half
+/// costs the same either way (Y^T A2, then T^T times that, then A2 - Y Z).
 ///
 /// Look-ahead (TPDS'25 §V.C.2, kernel scheduling): where the backend has a side lane (a second stream), the update
 /// Q1^T A2 is split: the columns of A2's first leaf panel are updated on the main lane, the rest on the side lane,
@@ -305,23 +269,22 @@ void applyWYBlocks(Ops& ops, View<S> Yp, View<S> W, View<S> B, bool onLeft, bool
 /// be the identity (tau = 0), which neither a TSQR panel (ReconstructWY always reflects) nor cuSOLVER's geqrf (it
 /// stored a reflection for an exact zero column of a 1048624-row panel, H100, cuSOLVER 12004) is relied on for: a
 /// leaf holding one is split around it, and the column alone gets ops.columnReflector (Eigen's makeHouseholder); a
-/// run of kSureIdentity columns is a leaf of its own with tau = 0 and W = 0 and nothing computed.
+/// run of kSureIdentity columns is a leaf of its own with tau = 0 and T = 0 and nothing computed.
 ///
-/// `blocks` (null: W is merged over all n columns, as above): the caller does not need this node's merged W, only
-/// Q = H_0 ... H_{n-1} in some WY form. The merge W2 <- W2 - W1 (Y1^T W2) is then skipped, here and down the
-/// right-hand spine of the recursion (the left children still merge: their W updates their right siblings), and the
-/// node appends the first column (col0 + its own offset) of each block whose W it leaves merged: W then holds a
-/// product of block reflectors, Q = prod_i (I - W_i Y_i^T), block i covering columns [b_i, b_{i+1}) (the last up
-/// to n), W_i = W(b_i : m, b_i : b_{i+1}) (applyWYBlocks). That saves the merges' two m x n1 x n2 products at every
-/// spine node: at the top of a square matrix a quarter of all GEMM flops.
+/// `blocks` (null: T is merged over all n columns, as above): the caller does not need this node's merged T, only
+/// Q = H_0 ... H_{n-1} in some WY form. The merge of T12 is then skipped, here and down the right-hand spine of the
+/// recursion (the left children still merge: their T updates their right siblings), and the node appends the first
+/// column (col0 + its own offset) of each block whose T it leaves merged: T then holds a product of block
+/// reflectors on its diagonal, Q = prod_i (I - Y_i T_i Y_i^T), block i covering columns [b_i, b_{i+1}) (the last up
+/// to n), T_i = T(b_i : b_{i+1}, b_i : b_{i+1}) (applyWYBlocks); T's entries outside those blocks are not written.
 /// `ops.maxMergedCols` (0: no cap) extends this to left children: with blocks, a left child wider than the cap is
 /// factored into blocks too (`spine` false: its nodes of at most the cap merge and are one block each, wider ones
 /// split again) and updates its right sibling block by block. The update's flops are the same either way (each
-/// block's product is as long as the merged one's, just narrower), while each merge costs two more m x n1 x n2
-/// products; a cap trades the narrower, less efficient GEMMs of the block-by-block update against those merges
+/// block's product is as long as the merged one's, just narrower), while each merge costs one more m x n1 x n2
+/// product; a cap trades the narrower, less efficient GEMMs of the block-by-block update against those merges
 /// (Tunables.hpp: maxMergedCols). Nodes of the top spine (`spine` true) never merge, capped or not.
 template <class Ops, typename S>
-void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch,
+void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S* scratch,
                      const char* identity = nullptr, std::vector<Index>* blocks = nullptr, Index col0 = 0,
                      bool spine = true) {
   const Index m = A.rows, n = A.cols;
@@ -334,26 +297,26 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
   Index n1 = 0;
   if (n <= nb) {
     const Index f = firstSet(identity, n);
-    if (f == 0 && identity[0] == kSureIdentity) {  // a run of certain identities: tau = 0, W = 0, A stays as it is
+    if (f == 0 && identity[0] == kSureIdentity) {  // a run of certain identities: tau = 0, T = 0, A stays as it is
       Index r = 1;
       while (r < n && identity[r] == kSureIdentity) ++r;
       if (r == n) {
         ops.setZero(View<S>(tau, n, 1, n));
-        ops.setZero(W);
+        ops.setZero(T);
         ops.joinSide();
         if (blocks) blocks->push_back(col0);
         return;
       }
-      n1 = r;  // (the inner node's updates with W1 = 0 and a zero Y1 below its top leave A2 and W2 as they are)
+      n1 = r;  // (the inner node's update with T1 = 0 leaves A2 as it is, and its merge gives T12 = 0)
     }
     if (n1 == 0 && (f < 0 || (f == 0 && n == 1))) {
       if (f == 0)
         ops.columnReflector(A, tau, scratch);
       else if (useTsqr(panel, m, n))
-        tsqrPanel(ops, A, tau, W, scratch);
+        tsqrPanel(ops, A, tau, View<S>(), scratch, View<S>(), nullptr, T);  // ReconstructWY gives T; no W written
       else
         ops.geqrfPanel(A, tau);
-      if (f == 0 || !useTsqr(panel, m, n)) formPanelW(ops, A, tau, W, scratch);
+      if (f == 0 || !useTsqr(panel, m, n)) formPanelT(ops, A, tau, T, scratch);
       ops.joinSide();
       if (blocks) blocks->push_back(col0);
       return;
@@ -366,23 +329,20 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
     n1 = splitColumns(n, nb);
   }
   const Index n2 = n - n1;
-  View<S> A1 = A.leftCols(n1), A2 = A.rightCols(n2), W1 = W.leftCols(n1), W2 = W.rightCols(n2);
+  View<S> A1 = A.leftCols(n1), A2 = A.rightCols(n2), T1 = T.block(0, 0, n1, n1), T2 = T.block(n1, n1, n2, n2);
 
-  // The left child merges its W unless the caller takes blocks and it is wider than the cap: then its own blocks
+  // The left child merges its T unless the caller takes blocks and it is wider than the cap: then its own blocks
   // (appended by it) update A2 one after another.
   const bool leftBlocks = blocks && cap > 0 && n1 > cap;
   if (blocks && !leftBlocks) blocks->push_back(col0);
   const size_t leftFirst = blocks ? blocks->size() : 0;
-  factorRecursive(ops, A1, tau, W1, nb, panel, scratch, identity, leftBlocks ? blocks : nullptr, col0, false);
+  factorRecursive(ops, A1, tau, T1, nb, panel, scratch, identity, leftBlocks ? blocks : nullptr, col0, false);
   std::vector<Index> left;  // the left child's blocks, relative to its first column
   if (leftBlocks)
     for (size_t i = leftFirst; i < blocks->size(); ++i) left.push_back((*blocks)[i] - col0);
   // [R12; A22] = Q1^T A2
   auto updateA2 = [&](auto& o, View<S> B, S* s) {
-    if (leftBlocks)
-      applyWYBlocks(o, A1, W1, B, true, true, s, &left);
-    else
-      applyQtLeft(o, A1, W1, B, s);
+    applyWYBlocks(o, A1, T1, B, true, true, s, leftBlocks ? &left : nullptr);
   };
   const Index first = firstLeafCols(n2, nb);
   if (first < n2 && ops.sideLaneAvailable()) {
@@ -395,15 +355,20 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind
   } else {
     updateA2(ops, A2, scratch);
   }
-  factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, W2.bottomRows(m - n1), nb, panel, scratch,
-                  identity ? identity + n1 : nullptr, blocks, col0 + n1, spine);
-  if (blocks) return;  // W1 and W2 stay separate blocks
+  factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, T2, nb, panel, scratch, identity ? identity + n1 : nullptr,
+                  blocks, col0 + n1, spine);
+  if (blocks) return;  // T1 and T2 stay separate blocks
 
-  // W2 <- W2 - W1 (Y1^T W2). The top n1 rows of W2 are zero, so Y1^T W2 only involves Y1's dense bottom part.
-  View<S> P(scratch, n1, n2, n1);
-  ops.gemm(Op::T, Op::N, S(1), A1.bottomRows(m - n1), W2.bottomRows(m - n1), S(0), P);
-  ops.gemm(Op::N, Op::N, S(-1), W1.topRows(n1), P, S(0), W2.topRows(n1));
-  ops.gemm(Op::N, Op::N, S(-1), W1.bottomRows(m - n1), P, S(1), W2.bottomRows(m - n1));
+  // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
+  // A2 holds R22 above it), and Y1 is dense from row n1 on.
+  View<S> T12 = T.block(0, n1, n1, n2), Y2t(scratch, n2, n2, n2);
+  ops.setZero(T.block(n1, 0, n2, n1));
+  ops.copyUnitLower(A2.block(n1, 0, n2, n2), Y2t);
+  ops.gemm(Op::T, Op::N, S(-1), A1.block(n1, 0, n2, n1), Y2t, S(0), T12);
+  const Index below = m - n1 - n2;
+  if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(1), T12);
+  ops.trmmUpper(true, Op::N, T1, T12);
+  ops.trmmUpper(false, Op::N, T2, T12);
 }
 
 /// Scratch needed by factor() for an m x n matrix.
@@ -415,14 +380,14 @@ inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel) {
 }
 
 /// QR of any m x n matrix: the recursion on the first k = min(m, n) columns, then R12 = Q^T A(:, k:n) for wide A.
-/// W must be m x k. With `colScale` (n scalars of storage) the columns are first scaled by powers of two to norms in
+/// T must be k x k. With `colScale` (n scalars of storage) the columns are first scaled by powers of two to norms in
 /// [1/2, 1) and R is scaled back at the end (HPDC'20 §3.5): A D = Q (R D), so Q, the reflectors and tau are those of A
 /// and nothing in the recursion exceeds the column norms, which keeps FP16 operands in range.
 /// `identity`: see factorRecursive (needed wherever a TSQR leaf may meet a structurally zero column).
-/// `blocks` (null: W is merged, H_0 ... H_{k-1} = I - W Y^T): receives the WY blocks of W (factorRecursive), which
+/// `blocks` (null: T is merged, H_0 ... H_{k-1} = I - Y T Y^T): receives the WY blocks of T (factorRecursive), which
 /// every later product with Q must then be given (applyWYBlocks, solve).
 template <class Ops, typename S>
-void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S* scratch, S* colScale = nullptr,
+void factor(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S* scratch, S* colScale = nullptr,
             const char* identity = nullptr, std::vector<Index>* blocks = nullptr) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n);
   if (blocks) blocks->clear();
@@ -432,8 +397,8 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S
     ops.columnScales(A, colScale);
     ops.scaleColumns(A, colScale, false, false);
   }
-  factorRecursive(ops, A.leftCols(k), tau, W, nb, panel, scratch, identity, blocks);
-  if (n > k) applyWYBlocks(ops, A.leftCols(k), W, A.rightCols(n - k), true, true, scratch, blocks);
+  factorRecursive(ops, A.leftCols(k), tau, T, nb, panel, scratch, identity, blocks);
+  if (n > k) applyWYBlocks(ops, A.leftCols(k), T, A.rightCols(n - k), true, true, scratch, blocks);
   if (colScale) ops.scaleColumns(A, colScale, true, true);
 }
 
@@ -441,21 +406,20 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> W, Index nb, PanelKind panel, S
 inline Index solveScratchSize(Index m, Index n, Index nrhs) { return applyScratchSize(std::min(m, n), nrhs); }
 
 /// Eigen's HouseholderQR::_solve_impl / _solve_impl_transposed on a backend. B has max(m, n) rows.
-/// `blocks`: the WY blocks of W (factor()), or null for a merged W. With T (non-null) Q = I - Y T Y^T instead
-/// (applyWYBlocks).
+/// `blocks`: the WY blocks of T (factor()), or null for a merged T.
 template <class Ops, typename S>
-void solve(Ops& ops, View<S> A, View<S> W, View<S> B, bool transposed, S* scratch,
-           const std::vector<Index>* blocks = nullptr, View<S> T = View<S>()) {
+void solve(Ops& ops, View<S> A, View<S> T, View<S> B, bool transposed, S* scratch,
+           const std::vector<Index>* blocks = nullptr) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n), nrhs = B.cols;
   View<S> Yp = A.leftCols(k), R = A.block(0, 0, k, k);
   if (!transposed) {
-    applyWYBlocks(ops, Yp, W, B.topRows(m), true, true, scratch, blocks, T);
+    applyWYBlocks(ops, Yp, T, B.topRows(m), true, true, scratch, blocks);
     ops.trsmLeftUpper(Op::N, R, B.topRows(k));
     if (n > k) ops.setZero(B.block(k, 0, n - k, nrhs));
   } else {
     ops.trsmLeftUpper(Op::T, R, B.topRows(k));
     if (m > k) ops.setZero(B.block(k, 0, m - k, nrhs));
-    applyWYBlocks(ops, Yp, W, B.topRows(m), true, false, scratch, blocks, T);
+    applyWYBlocks(ops, Yp, T, B.topRows(m), true, false, scratch, blocks);
   }
 }
 

@@ -86,15 +86,9 @@ class CudaQRState final : public QRState<S> {
     c->allocate(m_rows, m_cols);
     const Index k = std::min(m_rows, m_cols);
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
-    if (m_tForm) {
-      copyD2D(c->m_t.get(), m_t.get(), k * k);
-    } else {
-      c->reserveW();
-      copyD2D(c->m_w.get(), m_w.get(), m_rows * k);
-    }
-    c->m_tForm = m_tForm;
+    copyD2D(c->m_t.get(), m_t.get(), k * k);
     copyD2D(c->m_tau.get(), m_tau.get(), k);
-    c->m_blocks = m_blocks;  // W's block structure goes with W
+    c->m_blocks = m_blocks;  // T's block structure goes with T
     std::memcpy(c->m_hostFlags.get(), m_hostFlags.get(), 2 * sizeof(int));
     synchronize();  // the copies were queued on this object's stream
     return std::unique_ptr<QRState<S>>(c.release());
@@ -169,8 +163,8 @@ class CudaQRState final : public QRState<S> {
                                  cudaMemcpyHostToDevice, stream()));
     S* scratch = m_scratch.reserve(applyScratchSize(length, onLeft ? bCols : bRows));
     CudaOps<S> ops = makeOps();
-    applyWYBlocks(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dB, bRows, bCols, bRows), onLeft,
-                  transpose, scratch, &m_blocks, viewT());
+    applyWYBlocks(ops, viewA().leftCols(length), viewT(), View<S>(dB, bRows, bCols, bRows), onLeft, transpose,
+                  scratch, &m_blocks);
     TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * bRows, sizeof(S) * bRows, bCols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -185,8 +179,8 @@ class CudaQRState final : public QRState<S> {
     kernels::launchSetIdentity<S>(dQ, m_rows, m_rows, qCols, stream());
     S* scratch = m_scratch.reserve(applyScratchSize(length, qCols));
     CudaOps<S> ops = makeOps();
-    applyWYBlocks(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(dQ, m_rows, qCols, m_rows), true,
-                  transpose, scratch, &m_blocks, viewT());
+    applyWYBlocks(ops, viewA().leftCols(length), viewT(), View<S>(dQ, m_rows, qCols, m_rows), true, transpose,
+                  scratch, &m_blocks);
     TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ld, dQ, sizeof(S) * m_rows, sizeof(S) * m_rows, qCols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -201,7 +195,7 @@ class CudaQRState final : public QRState<S> {
                                  cudaMemcpyHostToDevice, stream()));
     S* scratch = m_scratch.reserve(solveScratchSize(m_rows, m_cols, nrhs));
     CudaOps<S> ops = makeOps();
-    detail::solve(ops, viewA(), viewW(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks, viewT());
+    detail::solve(ops, viewA(), viewT(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks);
     TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * rowsB, sizeof(S) * rowsB, nrhs,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -238,29 +232,14 @@ class CudaQRState final : public QRState<S> {
   }
   Precision resolvedPrecision() const { return resolvePrecision(m_precision, std::is_same<S, double>::value); }
   View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
-  View<S> viewW() const { return View<S>(m_w.get(), m_rows, std::min(m_rows, m_cols), m_rows); }
-  /// T of Q = I - Y T Y^T when the factorization keeps T instead of W (m_tForm), else an empty view.
+  /// T (k x k) of Q = I - Y T Y^T, or of its WY blocks (m_blocks): the compact WY form (Algorithms.hpp).
   View<S> viewT() const {
     const Index k = std::min(m_rows, m_cols);
-    return m_tForm ? View<S>(m_t.get(), k, k, k) : View<S>();
+    return View<S>(m_t.get(), k, k, k);
   }
-  /// Whether an m x n factorization is one TSQR panel, which keeps T instead of W (unless a column's reflector may
-  /// have to be the identity: runFactor then takes the general path, with W).
+  /// Whether an m x n factorization is one TSQR panel, whose level 0 can read a device input directly.
   bool onePanel(Index rows, Index cols) const {
     return rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols);
-  }
-  /// W's storage, for the general path (allocate() leaves it out where one TSQR panel is expected).
-  void reserveW() {
-    const Index need = std::max<Index>(m_rows * std::min(m_rows, m_cols), 1);
-    if (need > m_w.capacity()) {
-      synchronize();
-      try {
-        m_w.reserve(need);
-      } catch (...) {
-        releaseAll();  // like a failed allocate(): nothing kept
-        throw;
-      }
-    }
   }
 
   cudaStream_t stream() const { return m_ctx.stream(); }
@@ -292,21 +271,19 @@ class CudaQRState final : public QRState<S> {
   // object is released, so a failed compute() leaks nothing and the next one starts clean.
   void allocate(Index rows, Index cols) {
     const Index k = std::min(rows, cols);
-    // W (rows x k) only where the factorization is not expected to be one TSQR panel, which keeps T (k x k).
-    const Index need[4] = {std::max<Index>(rows * cols, 1), onePanel(rows, cols) ? 1 : std::max<Index>(rows * k, 1),
-                           std::max<Index>(k, 1), std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
-    const Index kt = std::min(k, kTsqrMaxCols), needT = std::max<Index>(kt * kt, 1);
+    // T (k x k) of the compact WY form: the factorization keeps no m x k W.
+    const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(k * k, 1), std::max<Index>(k, 1),
+                           std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
     const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
     const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors());
-    const bool grows = need[0] > m_a.capacity() || need[1] > m_w.capacity() || needT > m_t.capacity() ||
+    const bool grows = need[0] > m_a.capacity() || need[1] > m_t.capacity() ||
                        need[2] > m_tau.capacity() || need[3] > m_scratch.capacity() ||
                        convBytes > m_conversion.buffer.capacity() || partialBytes > m_partials.buffer.capacity();
     if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
     m_rows = m_cols = 0;
     try {
       m_a.reserve(need[0]);
-      m_w.reserve(need[1]);
-      m_t.reserve(needT);
+      m_t.reserve(need[1]);
       m_tau.reserve(need[2]);
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
@@ -334,10 +311,8 @@ class CudaQRState final : public QRState<S> {
   // After a failed allocation: nothing is kept (the object is empty and reusable, see the out-of-memory test).
   void releaseAll() {
     m_rows = m_cols = 0;
-    m_tForm = false;
     m_workQueried = std::make_pair(Index(-1), Index(-1));
     m_a.release();
-    m_w.release();
     m_t.release();
     m_tau.release();
     m_scratch.release();
@@ -362,7 +337,6 @@ class CudaQRState final : public QRState<S> {
   void runFactor(View<S> src = View<S>(), bool srcPanel = false) {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     m_blocks.clear();  // one WY block unless factor() says otherwise
-    m_tForm = false;
     CudaOps<S> ops = makeOps(true);
     const Index k = std::min(m_rows, m_cols);
     // The recursion chooses its leaf panels on the host: identityColumns waits for the record (and for whatever
@@ -375,8 +349,7 @@ class CudaQRState final : public QRState<S> {
                    /*formTopQ=*/true);
       identity = m_lastRow.identityColumns(k, stream());
       if (!anySet(identity.data(), k)) {
-        tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), View<S>(), View<S>(m_t.get(), k, k, k));
-        m_tForm = true;
+        tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), View<S>(), viewT());
         finishFactor(ops);
         return;
       }
@@ -391,17 +364,9 @@ class CudaQRState final : public QRState<S> {
       if (src.p) copyFrom(src);
       kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
     }
-    if (onePanel(m_rows, m_cols) && !anySet(identity.data(), k)) {  // one TSQR panel from m_a itself, keeping T
-      tsqrPanel(ops, viewA(), m_tau.get(), View<S>(), m_scratch.get(), View<S>(), nullptr,
-                View<S>(m_t.get(), k, k, k));
-      m_tForm = true;
-      finishFactor(ops);
-      return;
-    }
-    reserveW();
     // FP16: power-of-two column scaling against overflow (see factor()).
     S* colScale = ops.mode == Precision::FP16 ? m_colScale.get() : nullptr;
-    factor(ops, viewA(), m_tau.get(), viewW(), nb(), panelKind(), m_scratch.get(), colScale,
+    factor(ops, viewA(), m_tau.get(), viewT(), nb(), panelKind(), m_scratch.get(), colScale,
            identity.empty() ? nullptr : identity.data(), &m_blocks);
     finishFactor(ops);
   }
@@ -419,14 +384,13 @@ class CudaQRState final : public QRState<S> {
 
   // First member: constructed before and destroyed after every buffer below (see CudaContext).
   CudaContext m_ctx;
-  DeviceBuffer<S> m_a, m_w, m_t, m_tau, m_scratch, m_rhs, m_colScale;
-  bool m_tForm = false;  // the factorization keeps T (m_t, k x k) instead of W: one TSQR panel (runFactor)
+  DeviceBuffer<S> m_a, m_t, m_tau, m_scratch, m_rhs, m_colScale;
   mutable ConversionWork m_conversion;
   mutable ConversionWork m_partials;
   mutable DeviceBuffer<char> m_work;
   DeviceBuffer<int> m_flags;
   LastRowRecord m_lastRow;  // the input's last nonzero rows (runFactor)
-  std::vector<Index> m_blocks;  // the WY blocks of m_w (factor(); empty: one block)
+  std::vector<Index> m_blocks;  // the WY blocks of m_t (factor(); empty: one block)
   PinnedBuffer<S> m_stage;
   PinnedBuffer<int> m_hostFlags;
   mutable std::vector<char> m_hostWork;

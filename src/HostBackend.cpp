@@ -42,18 +42,8 @@ class HostQRState final : public QRState<S> {
     std::vector<S> colScale(ops.mode == Precision::FP16 ? static_cast<size_t>(cols) : 0);
     std::vector<char> identity;  // columns whose tau must be 0, which a TSQR leaf cannot give (Algorithms.hpp)
     if (anyTsqrLeaf(panelKind(), rows, k, nb())) identity = hostIdentityReflectorColumns(viewA());
-    // One TSQR panel keeps T instead of W, as on the CUDA backend (CudaQRState::runFactor).
-    m_tForm = rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols) && !anySet(identity.data(), k);
-    if (m_tForm) {
-      m_w.clear();
-      m_t.assign(static_cast<size_t>(k * k), S(0));
-      tsqrPanel(ops, viewA(), m_tau.data(), View<S>(), m_scratch.data(), View<S>(), nullptr,
-                View<S>(m_t.data(), k, k, k));
-      return;
-    }
-    m_t.clear();
-    m_w.assign(static_cast<size_t>(rows * k), S(0));
-    factor(ops, viewA(), m_tau.data(), View<S>(m_w.data(), rows, k, rows), nb(), panelKind(), m_scratch.data(),
+    m_t.assign(static_cast<size_t>(k * k), S(0));
+    factor(ops, viewA(), m_tau.data(), viewT(), nb(), panelKind(), m_scratch.data(),
            colScale.empty() ? nullptr : colScale.data(), identity.empty() ? nullptr : identity.data(), &m_blocks);
   }
 
@@ -75,8 +65,8 @@ class HostQRState final : public QRState<S> {
     const Index c = onLeft ? bCols : bRows;
     m_scratch.resize(std::max(m_scratch.size(), static_cast<size_t>(applyScratchSize(length, c))));
     HostOps<S> ops;
-    applyWYBlocks(ops, viewA().leftCols(length), viewW().leftCols(length), View<S>(B, bRows, bCols, ldb), onLeft,
-                  transpose, m_scratch.data(), &m_blocks, viewT());
+    applyWYBlocks(ops, viewA().leftCols(length), viewT(), View<S>(B, bRows, bCols, ldb), onLeft, transpose,
+                  m_scratch.data(), &m_blocks);
   }
 
   void formQ(S* dst, Index qCols, Index ld, bool transpose, Index length) override {
@@ -87,8 +77,8 @@ class HostQRState final : public QRState<S> {
   void solve(S* B, Index nrhs, Index ldb, bool transposed) override {
     m_scratch.resize(std::max(m_scratch.size(), static_cast<size_t>(solveScratchSize(m_rows, m_cols, nrhs))));
     HostOps<S> ops;
-    detail::solve(ops, viewA(), viewW(), View<S>(B, std::max(m_rows, m_cols), nrhs, ldb), transposed,
-                  m_scratch.data(), &m_blocks, viewT());
+    detail::solve(ops, viewA(), viewT(), View<S>(B, std::max(m_rows, m_cols), nrhs, ldb), transposed,
+                  m_scratch.data(), &m_blocks);
   }
 
   const S* deviceQR() const override { return m_a.data(); }
@@ -107,15 +97,14 @@ class HostQRState final : public QRState<S> {
   }
   PanelKind panelKind() const { return m_panel == Panel::Tsqr ? PanelKind::Tsqr : PanelKind::Geqrf; }
   View<S> viewA() { return View<S>(m_a.data(), m_rows, m_cols, m_rows); }
-  View<S> viewW() { return m_tForm ? View<S>() : View<S>(m_w.data(), m_rows, std::min(m_rows, m_cols), m_rows); }
+  /// T (k x k) of the compact WY form (Algorithms.hpp), with the block structure m_blocks.
   View<S> viewT() {
     const Index k = std::min(m_rows, m_cols);
-    return m_tForm ? View<S>(m_t.data(), k, k, k) : View<S>();
+    return View<S>(m_t.data(), k, k, k);
   }
 
-  std::vector<S> m_a, m_w, m_t, m_tau, m_stage, m_scratch;
-  bool m_tForm = false;  // one TSQR panel: T (m_t, k x k) is kept instead of W (factorStaged)
-  std::vector<Index> m_blocks;  // the WY blocks of m_w (factor(); empty: one block)
+  std::vector<S> m_a, m_t, m_tau, m_stage, m_scratch;
+  std::vector<Index> m_blocks;  // the WY blocks of m_t (factor(); empty: one block)
   Index m_rows = 0, m_cols = 0, m_nb = 0;
   Panel m_panel = Panel::Auto;
   Precision m_precision = Precision::Default;

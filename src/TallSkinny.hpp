@@ -8,9 +8,9 @@
 //              of the tree with the signs folded into the top level's input (Q_tree S), so no extra pass over Q.
 //   Panel:     n <= kTsqrMaxCols, m > n, WY form requested: the full tsqrPanel (tree + explicit Q + ReconstructWY).
 //   Recursive: everything else (n > kTsqrMaxCols or m == n): the recursive QR with TSQR panels where they apply.
-// Panel and Recursive give the packed factor, tau and W = Y T (Recursive without the thin Q: W as WY blocks, unused);
-// then R = triu(A(0:n, :)), T from S = Y^T Y (LAPACK larft) and the thin Q = (I - W Y^T) [I; 0] = [I; 0] - W Y1^T
-// with Y1 the unit lower top n x n block of Y.
+// Panel and Recursive give the packed factor, tau and T (I - Y T Y^T; Recursive for R alone: T as WY blocks,
+// unused); then R = triu(A(0:n, :)) and the thin Q = (I - Y T Y^T) [I; 0] = [I; 0] - Y (T Y1^T) with Y1 the unit
+// lower top n x n block of Y.
 #pragma once
 
 #include <algorithm>
@@ -36,8 +36,8 @@ inline TallSkinnyPath tallSkinnyPath(Index m, Index n, unsigned what) {
   return (what & kTallSkinnyWY) ? TallSkinnyPath::Panel : TallSkinnyPath::Tree;
 }
 
-/// Whether the path needs the m x n W buffer and the n coefficients tau.
-inline bool tallSkinnyNeedsW(Index m, Index n, unsigned what) {
+/// Whether the path computes the n coefficients tau and T (n x n), which then need storage whatever was requested.
+inline bool tallSkinnyNeedsT(Index m, Index n, unsigned what) {
   return n > 0 && tallSkinnyPath(m, n, what) != TallSkinnyPath::Tree;
 }
 
@@ -52,17 +52,17 @@ inline Index tallSkinnyScratchSize(Index m, Index n, unsigned what, Index nb, Pa
     case TallSkinnyPath::Tree:
       return tsqrTreeScratchSize(m, n) + 2 * n * n + n + tsqrTopBlockScratchSize(n);
     case TallSkinnyPath::Panel: return std::max(tsqrScratchSize(m, n), 2 * n * n);
-    default: return std::max(factorTotalScratch(m, n, nb, panel), 2 * n * n);
+    default: return std::max(factorTotalScratch(m, n, nb, panel), 2 * n * n);  // (2 n^2: Y1 and T Y1^T)
   }
 }
 
 /// Storage of one tall-skinny QR. A (m x n) holds the input on entry. On exit R (n x n) holds R with Householder's
 /// signs; with kTallSkinnyWY, A holds the packed factor, tau the coefficients and T (n x n) the triangular factor;
-/// with kTallSkinnyThinQ, Q holds the thin Q: Q must be A itself unless kTallSkinnyWY is set too. W (m x n) and tau
-/// are needed unless the path is Tree (tallSkinnyNeedsW).
+/// with kTallSkinnyThinQ, Q holds the thin Q: Q must be A itself unless kTallSkinnyWY is set too. T and tau are
+/// needed unless the path is Tree (tallSkinnyNeedsT).
 template <typename S>
 struct TallSkinnyViews {
-  View<S> A, W, Q, R, T;
+  View<S> A, Q, R, T;
   S* tau = nullptr;
   S* scratch = nullptr;
 };
@@ -102,28 +102,31 @@ void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb
   }
 
   if (path == TallSkinnyPath::Panel && !anySet(identity, n)) {
-    tsqrPanel(ops, v.A, v.tau, v.W, v.scratch, src, notFinite);
+    tsqrPanel(ops, v.A, v.tau, View<S>(), v.scratch, src, notFinite, v.T);
   } else {
     if (src.p != nullptr) ops.copy(src, v.A);  // (the Panel path: src was scanned with the identity columns)
-    // Only the thin Q reads W (merged: one m x n x n product below). For R and the WY form W can stay a product of
+    // The thin Q and the WY form need T merged over all n columns (one block). For R alone T can stay a product of
     // blocks (factorRecursive's `blocks`), which skips the merges down the recursion's right-hand spine.
     std::vector<Index> blocks;
-    factor(ops, v.A, v.tau, v.W, nb, panel, v.scratch, static_cast<S*>(nullptr), identity, wantQ ? nullptr : &blocks);
+    factor(ops, v.A, v.tau, v.T, nb, panel, v.scratch, static_cast<S*>(nullptr), identity,
+           (wantQ || wantWY) ? nullptr : &blocks);
   }
 
   View<S> A1 = v.A.topRows(n);
   ops.setIdentity(v.R);
   ops.trmmRightUpper(v.R, A1);  // R = I triu(A1): the upper triangle with zeros below, exactly
-  View<S> Y1(v.scratch, n, n, n), Sm(v.scratch + n * n, n, n, n);
-  ops.copyUnitLower(A1, Y1);
-  if (wantWY) {  // S = Y^T Y = Y1^T Y1 + Y2^T Y2, then LAPACK's larft recurrence
-    ops.gemm(Op::T, Op::N, S(1), Y1, Y1, S(0), Sm);
-    if (m > n) ops.gemm(Op::T, Op::N, S(1), v.A.bottomRows(m - n), v.A.bottomRows(m - n), S(1), Sm);
-    ops.formT(Sm, v.tau, v.T);
-  }
-  if (wantQ) {  // Q = [I; 0] - W Y1^T (Y1 was copied out of A, which Q may overwrite)
-    ops.setIdentity(v.Q);
-    ops.gemm(Op::N, Op::T, S(-1), v.W, Y1, S(1), v.Q);
+  if (wantQ) {
+    // Q = [I; 0] - Y (T Y1^T) = [I + Y1 M; Y2 M] with M = -T Y1^T, upper triangular (both factors are): the bottom
+    // is Y2 times a triangle, in place where Q is A itself. Y1 is copied out of A before Q's top is written.
+    View<S> Y1(v.scratch, n, n, n), M(v.scratch + n * n, n, n, n);
+    ops.copyUnitLower(A1, Y1);
+    ops.gemm(Op::N, Op::T, S(-1), v.T, Y1, S(0), M);
+    if (m > n) {
+      if (v.Q.p != v.A.p) ops.copy(v.A.bottomRows(m - n), v.Q.bottomRows(m - n));
+      ops.trmmUpper(false, Op::N, M, v.Q.bottomRows(m - n));
+    }
+    ops.setIdentity(v.Q.topRows(n));
+    ops.gemm(Op::N, Op::N, S(1), Y1, M, S(1), v.Q.topRows(n));
   }
 }
 

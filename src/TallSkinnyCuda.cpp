@@ -151,22 +151,21 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   // object is released, so a failed compute() leaks nothing and the next one starts clean.
   void allocate(Index rows, Index cols, unsigned what) {
     const Index n = cols;
-    const bool needW = tallSkinnyNeedsW(rows, cols, what);
-    const Index need[7] = {std::max<Index>(rows * n, 1),
-                           needW ? std::max<Index>(rows * n, 1) : 0,
+    const bool needT = tallSkinnyNeedsT(rows, cols, what);
+    const Index need[6] = {std::max<Index>(rows * n, 1),
                            tallSkinnySeparateQ(what) ? std::max<Index>(rows * n, 1) : 0,
                            std::max<Index>(n * n, 1),
-                           (what & kTallSkinnyWY) ? std::max<Index>(n * n, 1) : 0,
+                           needT ? std::max<Index>(n * n, 1) : 0,
                            std::max<Index>(n, 1),
                            std::max<Index>(tallSkinnyScratchSize(rows, cols, what, kNb, kPanel), 1)};
-    DeviceBuffer<S>* bufs[7] = {&m_a, &m_w, &m_q, &m_r, &m_t, &m_tau, &m_scratch};
+    DeviceBuffer<S>* bufs[6] = {&m_a, &m_q, &m_r, &m_t, &m_tau, &m_scratch};
     bool grows = false;
-    for (int i = 0; i < 7; ++i) grows |= need[i] > bufs[i]->capacity();
+    for (int i = 0; i < 6; ++i) grows |= need[i] > bufs[i]->capacity();
     if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
     m_rows = m_cols = 0;
     m_what = 0;
     try {
-      for (int i = 0; i < 7; ++i) bufs[i]->reserve(need[i]);
+      for (int i = 0; i < 6; ++i) bufs[i]->reserve(need[i]);
       const Index splitK = std::is_same<S, float>::value ? splitKBytes(rows) : 0;
       if (splitK > m_conversion.buffer.capacity()) {
         synchronize();
@@ -176,7 +175,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
       // cuSOLVER's workspace for the recursion's geqrf panels (the first panel is the largest), sized here so that
       // it is never reallocated while queued work may use it.
       const Index w = std::min(n, kNb);
-      if (needW && m_workQueried != std::make_pair(rows, w)) {  // (a Panel path with an identity column too)
+      if (needT && m_workQueried != std::make_pair(rows, w)) {  // (a Panel path with an identity column too)
         size_t dBytes = 0, hBytes = 0;
         TCQR_CHECK(cusolverDnXgeqrf_bufferSize(m_ctx.solver(), m_ctx.params(), rows, w, Blas<S>::type, m_a.get(),
                                                rows, Blas<S>::type, m_tau.get(), Blas<S>::type, &dBytes, &hBytes));
@@ -217,7 +216,6 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     }
     TallSkinnyViews<S> v;
     v.A = View<S>(m_a.get(), m, n, m);
-    v.W = View<S>(m_w.get(), m, n, m);
     v.Q = tallSkinnySeparateQ(m_what) ? View<S>(m_q.get(), m, n, m) : v.A;
     v.R = View<S>(m_r.get(), n, n, n);
     v.T = View<S>(m_t.get(), n, n, n);
@@ -240,7 +238,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
 
   // First member: constructed before and destroyed after every buffer below (see CudaContext).
   CudaContext m_ctx;
-  DeviceBuffer<S> m_a, m_w, m_q, m_r, m_t, m_tau, m_scratch;
+  DeviceBuffer<S> m_a, m_q, m_r, m_t, m_tau, m_scratch;
   mutable DeviceBuffer<char> m_work;
   mutable ConversionWork m_conversion;
   DeviceBuffer<int> m_flags;

@@ -45,17 +45,15 @@ class HostTallSkinnyState final : public TallSkinnyState<S> {
     std::swap(m_a, m_stage);  // the staged input becomes the working storage
     m_notFinite = !MapM<S>(m_a.data(), rows, cols, Eigen::OuterStride<>(std::max<Index>(rows, 1))).allFinite();
     const Index n = cols;
-    const bool needW = tallSkinnyNeedsW(rows, cols, what);
-    m_w.assign(needW ? static_cast<size_t>(rows * n) : 0, S(0));
-    m_tau.assign(needW ? static_cast<size_t>(n) : 0, S(0));
+    const bool needT = tallSkinnyNeedsT(rows, cols, what);
+    m_tau.assign(needT ? static_cast<size_t>(n) : 0, S(0));
     m_q.resize(tallSkinnySeparateQ(what) ? static_cast<size_t>(rows * n) : 0);
     m_r.assign(static_cast<size_t>(n * n), S(0));
-    m_t.assign((what & kTallSkinnyWY) ? static_cast<size_t>(n * n) : 0, S(0));
+    m_t.assign(needT ? static_cast<size_t>(n * n) : 0, S(0));
     m_scratch.resize(static_cast<size_t>(tallSkinnyScratchSize(rows, cols, what, kTsqrMaxCols, PanelKind::Tsqr)));
 
     TallSkinnyViews<S> v;
     v.A = View<S>(m_a.data(), rows, n, rows);
-    v.W = View<S>(m_w.data(), rows, n, rows);
     v.Q = tallSkinnySeparateQ(what) ? View<S>(m_q.data(), rows, n, rows) : v.A;
     v.R = View<S>(m_r.data(), n, n, n);
     v.T = View<S>(m_t.data(), n, n, n);
@@ -98,7 +96,7 @@ class HostTallSkinnyState final : public TallSkinnyState<S> {
   void setStream(CUstream_st*) override {}
 
  private:
-  std::vector<S> m_a, m_w, m_q, m_r, m_t, m_tau, m_stage, m_scratch;
+  std::vector<S> m_a, m_q, m_r, m_t, m_tau, m_stage, m_scratch;
   Index m_rows = 0, m_cols = 0;
   unsigned m_what = 0;
   bool m_notFinite = false;

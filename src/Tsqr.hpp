@@ -2,7 +2,8 @@
 //   1. tree: factor the row tiles of A independently, stack their R's, repeat until one tile remains;
 //   2. explicit thin Q, top-down: each level's tiles apply their reflectors to their block of the level above;
 //   3. ReconstructWY (Ballard et al.): signed LU of the top n x n block of Q, then one pass over the rows giving the
-//      Householder vectors Y, W = Y T and tau, and R with LAPACK's signs - exactly what the recursion consumes.
+//      Householder vectors Y, T (and optionally W = Y T) and tau, and R with LAPACK's signs - what the recursion
+//      consumes.
 // The stages are separate functions so that the standalone tall-skinny QR (TallSkinny.hpp) can stop after the tree
 // (R only) or after the explicit Q (thin Q); tsqrPanel chains all three for the recursion.
 // Ops must additionally provide:
@@ -173,11 +174,11 @@ void tsqrTopBlockQ(Ops& ops, const TsqrTree<S>& t, View<S> C, S* tiles, View<S> 
   ops.copy(above, Q1);
 }
 
-/// QR of the panel A (m x n, m >= n, n <= kTsqrMaxCols) by TSQR + ReconstructWY. On exit A, tau and W are what
-/// geqrfPanel + formPanelW produce: the packed factor in Eigen/LAPACK layout, the coefficients, and W = Y T.
-/// With `src`, A's contents on entry are ignored: the matrix is read from src (see tsqrTree). With Tout (n x n,
-/// non-null) T itself is copied there (H_0 ... H_{n-1} = I - Y T Y^T, T upper triangular); W may then be null
-/// (W.p == nullptr), and is not computed (applyYT uses T instead).
+/// QR of the panel A (m x n, m >= n, n <= kTsqrMaxCols) by TSQR + ReconstructWY. On exit A and tau are what
+/// geqrfPanel produces: the packed factor in Eigen/LAPACK layout and the coefficients. With Tout (n x n, non-null) T is
+/// copied there (H_0 ... H_{n-1} = I - Y T Y^T, T upper triangular with zeros below the diagonal: what the recursion
+/// keeps); with W (m x n, non-null) W = Y T is written in the same pass (the tests check the kernel's W; the library
+/// passes none). With `src`, A's contents on entry are ignored: the matrix is read from src (see tsqrTree).
 template <class Ops, typename S>
 void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W, View<S> Tout = View<S>());
 

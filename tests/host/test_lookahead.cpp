@@ -4,9 +4,10 @@
 //   at once checks what CI can check without a GPU: the split update still gives a correct factorization, every fork
 //   is joined by the next leaf, and the scratch that factorScratchSize promises is enough for the leaf and the side
 //   lane's update together (guard values after it stay untouched);
-// - WY blocks (factor() with `blocks`, what both backends use): skipping the merges of W down the recursion's
+// - WY blocks (factor() with `blocks`, what both backends use): skipping the merges of T down the recursion's
 //   right-hand spine leaves the recursion's columns bit for bit unchanged, and Q applied block by block
-//   (applyWYBlocks) equals Q applied with the merged W, in all four applications and for Q_L of any length.
+//   (applyWYBlocks) equals Q applied with the merged T, in all four applications and for Q_L of any length; the
+//   merged T (T12 = -T1 Y1^T Y2 T2 at every node) equals LAPACK's larft T of the whole factorization.
 #include "common/TestConfig.h"
 
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -55,14 +56,14 @@ struct Result {
 template <typename T, class Ops>
 Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel) {
   const Eigen::Index m = A0.rows(), n = A0.cols(), k = std::min(m, n);
-  Mat<T> A = A0, W(m, k);
+  Mat<T> A = A0, Tm(k, k);
   std::vector<T> tau(static_cast<size_t>(k));
   const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, nb, panel);
   const T guard = T(12345.5);
   // As many guard values as the promised scratch, so that even an overrun by a whole region is caught here.
   const Eigen::Index guards = std::max<Eigen::Index>(need, 64);
   std::vector<T> scratch(static_cast<size_t>(need + guards), guard);
-  tcqr::detail::factor(ops, View<T>(A.data(), m, n, m), tau.data(), View<T>(W.data(), m, k, m), nb, panel,
+  tcqr::detail::factor(ops, View<T>(A.data(), m, n, m), tau.data(), View<T>(Tm.data(), k, k, k), nb, panel,
                        scratch.data());
   Eigen::Index touched = 0;
   for (Eigen::Index i = need; i < need + guards; ++i) touched += scratch[static_cast<size_t>(i)] != guard;
@@ -117,6 +118,23 @@ Eigen::MatrixXd referenceApply(const Eigen::MatrixXd& packed, const Eigen::Vecto
   return transpose ? Eigen::MatrixXd(B * Q.transpose()) : Eigen::MatrixXd(B * Q);
 }
 
+/// LAPACK's larft in double: T (k x k) with H_0 ... H_{k-1} = I - Y T Y^T for the packed factor's Y and tau.
+Eigen::MatrixXd referenceT(const Eigen::MatrixXd& packed, const Eigen::VectorXd& tau) {
+  const Eigen::Index k = tau.size();
+  Eigen::MatrixXd Y = packed.leftCols(k).triangularView<Eigen::StrictlyLower>();
+  Y.topRows(k).diagonal().setOnes();
+  const Eigen::MatrixXd S = Y.transpose() * Y;
+  Eigen::MatrixXd T = Eigen::MatrixXd::Zero(k, k);
+  for (Eigen::Index i = 0; i < k; ++i) {
+    T(i, i) = tau(i);
+    if (i > 0) {
+      const Eigen::VectorXd v = T.topLeftCorner(i, i).triangularView<Eigen::Upper>() * S.col(i).head(i);
+      T.col(i).head(i) = -tau(i) * v;
+    }
+  }
+  return T;
+}
+
 }  // namespace
 
 TEST_CASE_TEMPLATE("WY blocks: same factorization without the spine's merges, Q applied block by block", T, float,
@@ -133,17 +151,17 @@ TEST_CASE_TEMPLATE("WY blocks: same factorization without the spine's merges, Q 
     INFO(c.m << " x " << c.n << ", nb " << c.nb << ", panel " << int(c.panel));
     const Eigen::Index m = c.m, n = c.n, k = std::min(m, n);
     const Mat<T> A0 = tcqr_test::uniformMatrix<T>(m, n);
-    Mat<T> Am = A0, Ab = A0, Wm = Mat<T>::Zero(m, k), Wb = Mat<T>::Zero(m, k);
+    Mat<T> Am = A0, Ab = A0, Tm = Mat<T>::Zero(k, k), Tb = Mat<T>::Zero(k, k);
     std::vector<T> taum(static_cast<size_t>(k)), taub(static_cast<size_t>(k));
     std::vector<T> scratch(static_cast<size_t>(tcqr::detail::factorTotalScratch(m, n, c.nb, c.panel)));
     std::vector<Eigen::Index> blocks = {7, 7};  // factor() must clear what was there
     HostOps<T> ops;
-    tcqr::detail::factor(ops, View<T>(Am.data(), m, n, m), taum.data(), View<T>(Wm.data(), m, k, m), c.nb, c.panel,
+    tcqr::detail::factor(ops, View<T>(Am.data(), m, n, m), taum.data(), View<T>(Tm.data(), k, k, k), c.nb, c.panel,
                          scratch.data());
-    tcqr::detail::factor(ops, View<T>(Ab.data(), m, n, m), taub.data(), View<T>(Wb.data(), m, k, m), c.nb, c.panel,
+    tcqr::detail::factor(ops, View<T>(Ab.data(), m, n, m), taub.data(), View<T>(Tb.data(), k, k, k), c.nb, c.panel,
                          scratch.data(), static_cast<T*>(nullptr), nullptr, &blocks);
     // The recursion's columns are identical; for a wide matrix the last n - k columns are Q^T A(:, k:n), applied
-    // with the merged W or block by block, which rounds differently.
+    // with the merged T or block by block, which rounds differently.
     CHECK((Am.leftCols(k).array() == Ab.leftCols(k).array()).all());
     if (n > k)
       CHECK((Am.rightCols(n - k) - Ab.rightCols(n - k)).template cast<double>().norm() /
@@ -159,6 +177,19 @@ TEST_CASE_TEMPLATE("WY blocks: same factorization without the spine's merges, Q 
 
     const Eigen::MatrixXd packed = Ab.template cast<double>();
     const Eigen::VectorXd tau = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(taub.data(), k).template cast<double>();
+    {  // the merged T against larft's; T's entries are O(1) (|tau| <= 2, Y's entries at most 1 in magnitude)
+      const Eigen::MatrixXd Tref = referenceT(packed, tau);
+      CHECK((Tm.template cast<double>() - Tref).norm() / (Tref.norm() * double(m) * eps) < 30);
+      CHECK(Tm.template cast<double>().template triangularView<Eigen::StrictlyLower>().toDenseMatrix().isZero(0));
+      // Every block's T is the leading block of the merged one's at its position: the same reflectors.
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        const Eigen::Index b0 = blocks[i], b1 = i + 1 < blocks.size() ? blocks[i + 1] : k;
+        const Eigen::MatrixXd Tblock = Tb.template cast<double>().block(b0, b0, b1 - b0, b1 - b0);
+        const Eigen::MatrixXd TblockRef = referenceT(packed.rightCols(n - b0).bottomRows(m - b0).leftCols(b1 - b0),
+                                                     tau.segment(b0, b1 - b0));
+        CHECK((Tblock - TblockRef).norm() / (TblockRef.norm() * double(m) * eps) < 30);
+      }
+    }
     for (const Eigen::Index length : {k, k / 2 + 3, Eigen::Index(1)}) {
       if (length > k) continue;
       for (int variant = 0; variant < 4; ++variant) {
@@ -168,9 +199,10 @@ TEST_CASE_TEMPLATE("WY blocks: same factorization without the spine's merges, Q 
         const Mat<T> B0 = onLeft ? tcqr_test::uniformMatrix<T>(m, r) : tcqr_test::uniformMatrix<T>(r, m);
         Mat<T> Bm = B0, Bb = B0;
         std::vector<T> work(static_cast<size_t>(tcqr::detail::applyScratchSize(length, r)));
-        tcqr::detail::applyWY(ops, View<T>(Am.data(), m, length, m), View<T>(Wm.data(), m, length, m),
-                              View<T>(Bm.data(), Bm.rows(), Bm.cols(), Bm.rows()), onLeft, transpose, work.data());
-        tcqr::detail::applyWYBlocks(ops, View<T>(Ab.data(), m, length, m), View<T>(Wb.data(), m, length, m),
+        tcqr::detail::applyWYBlocks(ops, View<T>(Am.data(), m, length, m), View<T>(Tm.data(), k, k, k),
+                                    View<T>(Bm.data(), Bm.rows(), Bm.cols(), Bm.rows()), onLeft, transpose,
+                                    work.data(), nullptr);
+        tcqr::detail::applyWYBlocks(ops, View<T>(Ab.data(), m, length, m), View<T>(Tb.data(), k, k, k),
                                     View<T>(Bb.data(), Bb.rows(), Bb.cols(), Bb.rows()), onLeft, transpose,
                                     work.data(), &blocks);
         const Eigen::MatrixXd ref = referenceApply(packed, tau, length, B0.template cast<double>(), onLeft, transpose);
@@ -202,7 +234,7 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
     if (c.zeroColumn >= 0) A0.col(c.zeroColumn).setZero();
     std::vector<char> identity;
     if (c.zeroColumn >= 0) identity = tcqr::detail::hostIdentityReflectorColumns(View<T>(A0.data(), m, n, m));
-    Mat<T> A = A0, W = Mat<T>::Zero(m, k);
+    Mat<T> A = A0, Tm = Mat<T>::Zero(k, k);
     std::vector<T> tau(static_cast<size_t>(k));
     const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, c.nb, c.panel);
     const T guard = T(12345.5);
@@ -212,11 +244,11 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
     HostOps<T> plain;
     side.maxMergedCols = plain.maxMergedCols = c.cap;
     if (c.sideLane)
-      tcqr::detail::factor(side, View<T>(A.data(), m, n, m), tau.data(), View<T>(W.data(), m, k, m), c.nb, c.panel,
+      tcqr::detail::factor(side, View<T>(A.data(), m, n, m), tau.data(), View<T>(Tm.data(), k, k, k), c.nb, c.panel,
                            scratch.data(), static_cast<T*>(nullptr), identity.empty() ? nullptr : identity.data(),
                            &blocks);
     else
-      tcqr::detail::factor(plain, View<T>(A.data(), m, n, m), tau.data(), View<T>(W.data(), m, k, m), c.nb, c.panel,
+      tcqr::detail::factor(plain, View<T>(A.data(), m, n, m), tau.data(), View<T>(Tm.data(), k, k, k), c.nb, c.panel,
                            scratch.data(), static_cast<T*>(nullptr), identity.empty() ? nullptr : identity.data(),
                            &blocks);
     Eigen::Index touched = 0;
@@ -224,10 +256,10 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
     CHECK(touched == 0);
     if (c.sideLane) CHECK(side.forks == side.joins);
     {  // the same matrix without a cap, for the block count
-      Mat<T> A2 = A0, W2 = Mat<T>::Zero(m, k);
+      Mat<T> A2 = A0, T2 = Mat<T>::Zero(k, k);
       std::vector<T> tau2(static_cast<size_t>(k));
       HostOps<T> uncappedOps;
-      tcqr::detail::factor(uncappedOps, View<T>(A2.data(), m, n, m), tau2.data(), View<T>(W2.data(), m, k, m), c.nb,
+      tcqr::detail::factor(uncappedOps, View<T>(A2.data(), m, n, m), tau2.data(), View<T>(T2.data(), k, k, k), c.nb,
                            c.panel, scratch.data(), static_cast<T*>(nullptr),
                            identity.empty() ? nullptr : identity.data(), &uncapped);
     }
@@ -247,7 +279,7 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
     MESSAGE("blocks: " << blocks.size() << " (uncapped " << uncapped.size() << ")");
     if (c.zeroColumn >= 0 && c.zeroColumn < k) CHECK(tau[static_cast<size_t>(c.zeroColumn)] == T(0));
 
-    // A correct factorization (Q from the reflectors, in double), and Q applied block by block with W.
+    // A correct factorization (Q from the reflectors, in double), and Q applied block by block with T.
     const Eigen::MatrixXd packed = A.template cast<double>();
     const Eigen::VectorXd tauD = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(tau.data(), k).template cast<double>();
     const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(packed, tauD) *
@@ -264,7 +296,7 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
       const Mat<T> B0 = onLeft ? tcqr_test::uniformMatrix<T>(m, r) : tcqr_test::uniformMatrix<T>(r, m);
       Mat<T> B = B0;
       std::vector<T> work(static_cast<size_t>(tcqr::detail::applyScratchSize(k, r)));
-      tcqr::detail::applyWYBlocks(plain, View<T>(A.data(), m, k, m), View<T>(W.data(), m, k, m),
+      tcqr::detail::applyWYBlocks(plain, View<T>(A.data(), m, k, m), View<T>(Tm.data(), k, k, k),
                                   View<T>(B.data(), B.rows(), B.cols(), B.rows()), onLeft, transpose, work.data(),
                                   &blocks);
       const Eigen::MatrixXd ref = referenceApply(packed, tauD, k, B0.template cast<double>(), onLeft, transpose);
