@@ -292,7 +292,8 @@ struct CudaOps {
       return;  // beta == 1 everywhere else in the algorithms
     }
     const auto t = traced(gemmLabel(C.rows, C.cols, k));
-    if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default) {
+    if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default ||
+        (mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, k))) {
       if (ta == Op::T && tb == Op::N) {
         auto batched = [&](Index c0, Index nc, Index kc, Index batch, S* P) {
           Blas<S>::gemmStridedBatchedTN(blas, C.rows, nc, kc, A.p, A.ld, kc, B.p + c0 * B.ld, B.ld, kc, P, C.rows,
@@ -369,7 +370,8 @@ struct CudaOps {
 
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     const auto t = traced("trmmLowerAcc");
-    if (!convertsOperands()) {
+    // (TF32x3 with a narrow triangle or few columns: each block product then runs in FP32, see x3ProductInFp32.)
+    if (!convertsOperands() || (mode == Precision::TF32x3 && x3ProductInFp32(L.rows, Z.cols, L.rows))) {
       trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);
       return;
     }

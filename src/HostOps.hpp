@@ -61,8 +61,10 @@ struct HostOps {
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
-    if (std::is_same<S, float>::value && (mode == Precision::TF32 || mode == Precision::TF32x3 ||
-                                          mode == Precision::FP16 || mode == Precision::BF16)) {
+    const Index inner = (ta == Op::N) ? A.cols : A.rows;
+    const bool x3InFp32 = mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
+    if (std::is_same<S, float>::value && !x3InFp32 &&
+        (mode == Precision::TF32 || mode == Precision::TF32x3 || mode == Precision::FP16 || mode == Precision::BF16)) {
       gemmRounded(ta, tb, alpha, A, B, beta, C);
       return;
     }

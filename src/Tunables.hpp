@@ -63,6 +63,17 @@ inline std::ptrdiff_t maxMergedCols(Precision mode, std::ptrdiff_t rows) {
     default: return rows >= 262144 ? 128 : rows >= 65536 ? 256 : 512;  // FP32, FP64, FP64Emulated
   }
 }
+/// TF32x3's three tensor-core products pay only where a product is compute-bound. With an inner dimension or a result
+/// side of at most this many, a product is memory-bound, and TF32x3 (which also writes the split hi/lo copies of both
+/// operands) took 2-3x FP32's time: 16384^2 at 7ea5539 (TCQR_TRACE, H100), products with a result side <= 64
+/// 35.7 ms against FP32's 15.2, products with an inner dimension <= 64 27.4 against 9.3. Those products run in FP32,
+/// which is also the more accurate arithmetic. (Not for TF32, FP16 and BF16: there the tensor cores' narrower
+/// operands win on such products too, and the mode's accuracy is the user's choice.)
+constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
+/// Whether TF32x3 runs an (m x n, inner dimension k) product in plain FP32 (see kX3Fp32MaxDim).
+inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
+  return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
+}
 /// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;
 

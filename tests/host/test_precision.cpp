@@ -18,6 +18,7 @@
 #include <Eigen/Dense>
 #include <Eigen/TensorCoreQR>
 
+#include "../../src/HostOps.hpp"
 #include "common/PrecisionChecks.h"
 
 using tcqr::Backend;
@@ -97,5 +98,36 @@ TEST_CASE("[Host] the TRMM path in the reduced modes") {
   for (Precision p : {Precision::TF32x3, Precision::FP16}) {
     INFO("mode " << tcqr_test::modeString(p));
     tcqr_test::checkModeBounds<float>(tcqr_test::uniformMatrix<float>(2200, 2100), Backend::Host, p);
+  }
+}
+
+// TF32x3 runs memory-bound products (a side of the result or the inner dimension at most kX3Fp32MaxDim) in plain FP32
+// and the others as three TF32 products (src/Tunables.hpp, x3ProductInFp32); the CUDA backend makes the same choice.
+TEST_CASE("[Host] TF32x3 runs memory-bound products in FP32, the others on the emulated tensor cores") {
+  TCQR_RANDOM_SEED();
+  using tcqr::detail::Op;
+  using tcqr::detail::View;
+  using M = Eigen::MatrixXf;
+  tcqr::detail::HostOps<float> x3, fp32;
+  x3.mode = Precision::TF32x3;
+  fp32.mode = Precision::FP32;
+  const Index big = tcqr::detail::kX3Fp32MaxDim + 36;
+  struct Shape {
+    Index m, n, k;
+    bool inFp32;
+  };
+  for (const Shape s : {Shape{big, big, big, false}, Shape{big, big, tcqr::detail::kX3Fp32MaxDim, true},
+                        Shape{tcqr::detail::kX3Fp32MaxDim, big, big, true}, Shape{big, 16, big, true}}) {
+    INFO(s.m << " x " << s.n << ", inner " << s.k);
+    // Entries with more significant bits than TF32's hi and lo parts hold, so the split's rounding shows.
+    M A = M::Random(s.k, s.m), B = M::Random(s.k, s.n);
+    A.array() += 1.0f / 3.0f;
+    M C3 = M::Zero(s.m, s.n), C32 = M::Zero(s.m, s.n);
+    x3.gemm(Op::T, Op::N, 1.0f, View<float>(A.data(), s.k, s.m, s.k), View<float>(B.data(), s.k, s.n, s.k), 0.0f,
+            View<float>(C3.data(), s.m, s.n, s.m));
+    fp32.gemm(Op::T, Op::N, 1.0f, View<float>(A.data(), s.k, s.m, s.k), View<float>(B.data(), s.k, s.n, s.k), 0.0f,
+              View<float>(C32.data(), s.m, s.n, s.m));
+    CHECK(tcqr::detail::x3ProductInFp32(s.m, s.n, s.k) == s.inFp32);
+    CHECK((C3.array() == C32.array()).all() == s.inFp32);
   }
 }
