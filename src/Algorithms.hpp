@@ -77,7 +77,7 @@ inline bool anyTsqrLeaf(PanelKind panel, Index m, Index n, Index nb) {
 }
 
 /// Scratch needed to apply a k-reflector compact WY form to `c` vectors (applyYT): the unit lower top block of Y, the
-/// product Y^T B and, in the tensor-core modes, T's product with it (out of place).
+/// product Y^T B and T's product with it (out of place).
 inline Index applyScratchSize(Index k, Index c) { return k * k + 2 * k * c; }
 
 /// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem: a leaf, and at an inner node the
@@ -86,13 +86,7 @@ inline Index factorScratchSize(Index m, Index n, Index nb, PanelKind panel) {
   const Index leaf = leafScratchSize(m, std::min(n, nb), panel);
   if (n <= nb) return leaf;
   const Index n1 = splitColumns(n, nb), n2 = n - n1;
-  return leaf + std::max(applyScratchSize(n1, n2), n2 * n2);
-}
-
-/// Whether the precision mode runs its GEMMs on tensor cores: T's products with Z in applyYT are then GEMMs in the
-/// mode, which beat cuBLAS's FP32 TRMM (the TRMM's half flops at SGEMM speed) by far.
-inline bool tensorCoreMode(Precision mode) {
-  return mode == Precision::TF32 || mode == Precision::TF32x3 || mode == Precision::FP16 || mode == Precision::BF16;
+  return leaf + std::max(applyScratchSize(n1, n2), n2 * n2 + 2 * n1 * n2);
 }
 
 /// T (k x k, upper triangular, zeros below the diagonal) of a freshly factored panel, from S = Y^T Y and tau
@@ -179,13 +173,40 @@ void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C) {
   trmmLowerAcc(ops, opL, alpha, L, Z, C, trmmPlan(ops.mode));
 }
 
+/// Diagonal blocks of at most this many rows are multiplied in full by trmmUpperGemm (75% of a full product's flops at
+/// 512 rows, the FP32/FP64 merge cap).
+constexpr Index kTrmmUpperCutoff = 256;
+
+/// C = op(U) Z + beta C for U (k x k) upper triangular with zeros below its diagonal, by GEMMs in the mode: the
+/// diagonal blocks recurse and the off-diagonal block is one product (TPDS'25 Algorithm 3's structure). cuBLAS's
+/// in-place TRMM, which this replaces, ran at 3-4 TFLOP/s on the H100 (double, 2097152 x 128 by 128 x 128).
+template <class Ops, typename S>
+void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
+  const Index k = U.rows;
+  if (k <= kTrmmUpperCutoff) {
+    ops.gemm(op, Op::N, S(1), U, Z, beta, C);
+    return;
+  }
+  const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;
+  View<S> U11 = U.block(0, 0, k1, k1), U12 = U.block(0, k1, k1, k2), U22 = U.block(k1, k1, k2, k2);
+  View<S> Z1 = Z.topRows(k1), Z2 = Z.bottomRows(k2), C1 = C.topRows(k1), C2 = C.bottomRows(k2);
+  if (op == Op::N) {  // [C1; C2] = [U11 Z1 + U12 Z2; U22 Z2]
+    trmmUpperGemm(ops, op, U11, Z1, beta, C1);
+    ops.gemm(Op::N, Op::N, S(1), U12, Z2, S(1), C1);
+    trmmUpperGemm(ops, op, U22, Z2, beta, C2);
+  } else {  // [C1; C2] = [U11^T Z1; U12^T Z1 + U22^T Z2]
+    trmmUpperGemm(ops, op, U11, Z1, beta, C1);
+    ops.gemm(Op::T, Op::N, S(1), U12, Z1, beta, C2);
+    trmmUpperGemm(ops, op, U22, Z2, S(1), C2);
+  }
+}
+
 /// B <- op(Q) B (onLeft) or B op(Q) for Q = I - Y T Y^T: Y the m x k unit lower trapezoid stored in `Yp` (Householder
 /// vectors below the diagonal; the diagonal and above are ignored), T (k x k) upper triangular with zeros below its
 /// diagonal (the compact WY form, LAPACK larfb). Scratch: applyScratchSize(k, c), c = B's other dimension.
 /// On the left, Y's triangular top block is multiplied by trmmLowerAcc where it is wider than the mode's TRMM cutoff
-/// (half the flops of a full product), and T's product with Z = Y^T B runs in the mode: a GEMM on tensor cores, else
-/// cuBLAS's TRMM in the storage precision. The right-hand side (B Q, B Q^T) is only used for Q products in the
-/// storage precision, with plain GEMMs.
+/// (half the flops of a full product), and T's product with Z = Y^T B by trmmUpperGemm (GEMMs in the mode). The
+/// right-hand side (B Q, B Q^T) is only used for Q products in the storage precision, with cuBLAS's TRMM.
 template <class Ops, typename S>
 void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool transpose, S* scratch) {
   const Index m = Yp.rows, k = Yp.cols;
@@ -203,13 +224,9 @@ void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool trans
       ops.gemm(Op::T, Op::N, S(1), Yt, B.topRows(k), S(0), Z);
     }
     if (m > k) ops.gemm(Op::T, Op::N, S(1), Yp.bottomRows(m - k), B.bottomRows(m - k), S(1), Z);
-    if (tensorCoreMode(ops.mode)) {
-      View<S> TZ(scratch + k * k + k * B.cols, k, B.cols, k);
-      ops.gemm(opT, Op::N, S(1), T, Z, S(0), TZ);
-      Z = TZ;
-    } else {
-      ops.trmmUpper(true, opT, T, Z);
-    }
+    View<S> TZ(scratch + k * k + k * B.cols, k, B.cols, k);
+    trmmUpperGemm(ops, opT, T, Z, S(0), TZ);
+    Z = TZ;
     trmmLowerAcc(ops, Op::N, S(-1), Yt, Z, B.topRows(k), plan);
     if (m > k) ops.gemm(Op::N, Op::N, S(-1), Yp.bottomRows(m - k), Z, S(1), B.bottomRows(m - k));
   } else {  // B Q = B - ((B Y) T) Y^T, B Q^T = B - ((B Y) T^T) Y^T
@@ -360,15 +377,17 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   if (blocks) return;  // T1 and T2 stay separate blocks
 
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
-  // A2 holds R22 above it), and Y1 is dense from row n1 on.
-  View<S> T12 = T.block(0, n1, n1, n2), Y2t(scratch, n2, n2, n2);
+  // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs (T1 and T2
+  // hold zeros below their diagonals).
+  View<S> T12 = T.block(0, n1, n1, n2), Y2t(scratch, n2, n2, n2), P(scratch + n2 * n2, n1, n2, n1),
+          X(scratch + n2 * n2 + n1 * n2, n1, n2, n1);
   ops.setZero(T.block(n1, 0, n2, n1));
   ops.copyUnitLower(A2.block(n1, 0, n2, n2), Y2t);
-  ops.gemm(Op::T, Op::N, S(-1), A1.block(n1, 0, n2, n1), Y2t, S(0), T12);
+  ops.gemm(Op::T, Op::N, S(-1), A1.block(n1, 0, n2, n1), Y2t, S(0), P);
   const Index below = m - n1 - n2;
-  if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(1), T12);
-  ops.trmmUpper(true, Op::N, T1, T12);
-  ops.trmmUpper(false, Op::N, T2, T12);
+  if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(1), P);
+  trmmUpperGemm(ops, Op::N, T1, P, S(0), X);
+  ops.gemm(Op::N, Op::N, S(1), X, T2, S(0), T12);
 }
 
 /// Scratch needed by factor() for an m x n matrix.

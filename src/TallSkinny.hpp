@@ -45,14 +45,23 @@ inline bool tallSkinnyNeedsT(Index m, Index n, unsigned what) {
 /// the thin Q overwrites the working copy of A.
 inline bool tallSkinnySeparateQ(unsigned what) { return (what & kTallSkinnyThinQ) && (what & kTallSkinnyWY); }
 
+/// Rows of the chunks in which tallSkinnyQR forms the thin Q's bottom block Y2 M: Q may be A itself, which holds Y2,
+/// so each chunk of Y2 is copied to scratch and multiplied from there (cuBLAS's in-place TRMM ran at 3-4 TFLOP/s on
+/// the H100 for 2097152 x 128 in double). About 2^24 scalars per chunk.
+inline Index thinQChunkRows(Index m, Index n) {
+  return std::max<Index>(1, std::min<Index>(m - n, std::max<Index>(n, (Index(1) << 24) / std::max<Index>(n, 1))));
+}
+
 /// Scratch (in scalars) of tallSkinnyQR.
 inline Index tallSkinnyScratchSize(Index m, Index n, unsigned what, Index nb, PanelKind panel) {
   if (n == 0) return 0;
+  // The thin Q after a WY form: Y1, M and a chunk of Y2.
+  const Index thinQ = (what & kTallSkinnyThinQ) ? 2 * n * n + (m > n ? thinQChunkRows(m, n) * n : 0) : 0;
   switch (tallSkinnyPath(m, n, what)) {
     case TallSkinnyPath::Tree:
       return tsqrTreeScratchSize(m, n) + 2 * n * n + n + tsqrTopBlockScratchSize(n);
-    case TallSkinnyPath::Panel: return std::max(tsqrScratchSize(m, n), 2 * n * n);
-    default: return std::max(factorTotalScratch(m, n, nb, panel), 2 * n * n);  // (2 n^2: Y1 and T Y1^T)
+    case TallSkinnyPath::Panel: return std::max(tsqrScratchSize(m, n), thinQ);
+    default: return std::max(factorTotalScratch(m, n, nb, panel), thinQ);
   }
 }
 
@@ -116,14 +125,23 @@ void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb
   ops.setIdentity(v.R);
   ops.trmmRightUpper(v.R, A1);  // R = I triu(A1): the upper triangle with zeros below, exactly
   if (wantQ) {
-    // Q = [I; 0] - Y (T Y1^T) = [I + Y1 M; Y2 M] with M = -T Y1^T, upper triangular (both factors are): the bottom
-    // is Y2 times a triangle, in place where Q is A itself. Y1 is copied out of A before Q's top is written.
+    // Q = [I; 0] - Y (T Y1^T) = [I + Y1 M; Y2 M] with M = -T Y1^T. Where Q is A itself, which holds Y2, the bottom
+    // is formed chunk by chunk from copies (thinQChunkRows). Y1 is copied out of A before Q's top is written.
     View<S> Y1(v.scratch, n, n, n), M(v.scratch + n * n, n, n, n);
     ops.copyUnitLower(A1, Y1);
     ops.gemm(Op::N, Op::T, S(-1), v.T, Y1, S(0), M);
     if (m > n) {
-      if (v.Q.p != v.A.p) ops.copy(v.A.bottomRows(m - n), v.Q.bottomRows(m - n));
-      ops.trmmUpper(false, Op::N, M, v.Q.bottomRows(m - n));
+      const Index rows = thinQChunkRows(m, n);
+      View<S> chunk(v.scratch + 2 * n * n, rows, n, rows);
+      for (Index r0 = n; r0 < m; r0 += rows) {
+        const Index r = std::min(rows, m - r0);
+        View<S> Yc = v.A.block(r0, 0, r, n);
+        if (v.Q.p == v.A.p) {
+          ops.copy(Yc, chunk.topRows(r));
+          Yc = chunk.topRows(r);
+        }
+        ops.gemm(Op::N, Op::N, S(1), Yc, M, S(0), v.Q.block(r0, 0, r, n));
+      }
     }
     ops.setIdentity(v.Q.topRows(n));
     ops.gemm(Op::N, Op::N, S(1), Y1, M, S(1), v.Q.topRows(n));

@@ -180,4 +180,19 @@ TEST_SUITE("gpu") {
     CHECK(orthogonalityRatio<float>(ts.thinQ()) <= kRatioBound);
     CHECK(backwardRatio<float>(A, ts.thinQ(), ts.matrixR()) <= kRatioBound);
   }
+
+  // The recursive path's thin Q (n > 32) in chunks of rows (src/TallSkinny.hpp, thinQChunkRows: about 2^24 scalars
+  // each); (2^19 + 77) x 48 takes two, the last one partial.
+  TEST_CASE_TEMPLATE("GPU TallSkinnyQR: thin Q of the recursive path formed in several chunks", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    const Index m = (Index(1) << 19) + 77, n = 48;
+    const Mat<Scalar> A = uniformMatrix<Scalar>(m, n);
+    Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> ts, both;
+    ts.setBackend(Backend::Cuda).compute(A, tcqr::ComputeThinQ);
+    REQUIRE(ts.info() == Eigen::Success);
+    CHECK(orthogonalityRatio<Scalar>(ts.thinQ()) <= kRatioBound);
+    CHECK(backwardRatio<Scalar>(A, ts.thinQ(), ts.matrixR()) <= kRatioBound);
+    both.setBackend(Backend::Cuda).compute(A, tcqr::ComputeThinQ | tcqr::ComputeWY);
+    CHECK(relativeDifference(both.thinQ(), ts.thinQ()) <= 30 * epsOf<Scalar>());
+  }
 }

@@ -61,3 +61,20 @@ TEST_CASE("TallSkinnyQR: the R-only and thin-Q tree paths agree with the full TS
   CHECK(relativeDifference(q.matrixR(), wy.matrixR()) <= 100 * epsOf<double>());
   CHECK(r.matrixR() == q.matrixR());
 }
+
+// The thin Q of the recursive path (n > 32) is formed in chunks of rows where it overwrites the packed factor
+// (src/TallSkinny.hpp, thinQChunkRows: about 2^24 scalars each); 262149 x 65 takes two chunks, the last one partial.
+TEST_CASE("TallSkinnyQR: thin Q of the recursive path formed in several chunks") {
+  TCQR_RANDOM_SEED();
+  const Index m = (Index(1) << 18) + 5, n = 65;
+  const Mat<float> A = uniformMatrix<float>(m, n);
+  Eigen::TensorCoreTallSkinnyQR<Mat<float>> ts;
+  ts.setBackend(Backend::Host).compute(A, tcqr::ComputeThinQ);
+  REQUIRE(ts.info() == Eigen::Success);
+  CHECK(orthogonalityRatio<float>(ts.thinQ()) <= kRatioBound);
+  CHECK(backwardRatio<float>(A, ts.thinQ(), ts.matrixR()) <= kRatioBound);
+  // The same Q when it does not overwrite the packed factor (kept for the WY form): no copies, one product per chunk.
+  Eigen::TensorCoreTallSkinnyQR<Mat<float>> both;
+  both.setBackend(Backend::Host).compute(A, tcqr::ComputeThinQ | tcqr::ComputeWY);
+  CHECK(both.thinQ() == ts.thinQ());
+}
