@@ -273,6 +273,84 @@ __global__ void __launch_bounds__(32) formTWarpKernel(const S* __restrict__ Sm, 
   }
 }
 
+
+// The top of a narrow compact-WY update (k <= 32), one warp per column j of B, lane i holding row i:
+//   w = Z(:, j) + Yt^T Btop(:, j);  z = op(T) w;  Z(:, j) = z;  Btop(:, j) -= Yt z
+// with Yt the unit lower k x k top of Y (read from Y's storage: below the diagonal only) and T upper triangular.
+// Replaces four launches (the copy of Yt, Yt^T Btop, T's product, the top's TRMM) by one; the long products with
+// Y's bottom rows stay cuBLAS GEMMs.
+template <typename S>
+__global__ void __launch_bounds__(256) smallUpdateTopKernel(const S* __restrict__ Y, Index ldy, const S* __restrict__ T,
+                                                            Index ldt, int k, S* Btop, Index ldb, S* Z, Index ldz,
+                                                            Index c, bool transpose) {
+  __shared__ S sY[32][33];  // sY[r][i] = Yt(r, i)
+  __shared__ S sT[32][33];  // sT[r][i] = T(r, i), zero outside the upper triangle and beyond k
+  for (int idx = threadIdx.x; idx < 32 * 32; idx += blockDim.x) {
+    const int r = idx % 32, i = idx / 32;
+    sY[r][i] = (r < k && i < k) ? (r > i ? Y[r + i * ldy] : (r == i ? S(1) : S(0))) : S(0);
+    sT[r][i] = (r < k && i < k && r <= i) ? T[r + i * ldt] : S(0);
+  }
+  __syncthreads();
+  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (Index j = Index(blockIdx.x) * warps + threadIdx.x / 32; j < c; j += Index(gridDim.x) * warps) {
+    const S b = lane < k ? Btop[lane + j * ldb] : S(0);
+    S w = lane < k ? Z[lane + j * ldz] : S(0);
+#pragma unroll
+    for (int r = 0; r < 32; ++r) w += sY[r][lane] * __shfl_sync(0xffffffffu, b, r);  // (Yt^T b)_lane
+    S z = S(0);
+    if (transpose) {
+#pragma unroll
+      for (int r = 0; r < 32; ++r) z += sT[r][lane] * __shfl_sync(0xffffffffu, w, r);  // (T^T w)_lane
+    } else {
+#pragma unroll
+      for (int r = 0; r < 32; ++r) z += sT[lane][r] * __shfl_sync(0xffffffffu, w, r);  // (T w)_lane
+    }
+    S y = S(0);
+#pragma unroll
+    for (int r = 0; r < 32; ++r) y += sY[lane][r] * __shfl_sync(0xffffffffu, z, r);  // (Yt z)_lane
+    if (lane < k) {
+      Z[lane + j * ldz] = z;
+      Btop[lane + j * ldb] = b - y;
+    }
+  }
+}
+
+// The merge of two compact WY forms of at most 32 reflectors each (one block of 32 x 32 threads, thread (i, j) owns
+// entry (i, j)): P = P_bottom - Y1mid^T Y2t, T12 = T1 P T2, T21 = 0, with Y1mid = rows n1 .. n1 + n2 of Y1 (dense),
+// Y2t the unit lower n2 x n2 top of Y2 (read below its diagonal from Y2's storage), and P_bottom = -Y1bot^T Y2bot
+// already in T12 when hasBottom.
+template <typename S>
+__global__ void __launch_bounds__(1024) mergeSmallTKernel(const S* __restrict__ Y1mid, Index ld1,
+                                                          const S* __restrict__ Y2, Index ld2, S* T, Index ldt, int n1,
+                                                          int n2, bool hasBottom) {
+  __shared__ S sA[32][33];
+  __shared__ S sB[32][33];
+  __shared__ S sP[32][33];
+  const int i = threadIdx.x, j = threadIdx.y;  // row i of the n1 x n2 result, column j
+  S* T12 = T + Index(n1) * ldt;                 // T(0 : n1, n1 : n1 + n2)
+  // P = P_bottom - Y1mid^T Y2t: sA = Y1mid (n2 x n1), sB = Y2t (n2 x n2)
+  sA[i][j] = (i < n2 && j < n1) ? Y1mid[i + j * ld1] : S(0);
+  sB[i][j] = (i < n2 && j < n2) ? (i > j ? Y2[i + j * ld2] : (i == j ? S(1) : S(0))) : S(0);
+  __syncthreads();
+  S p = (hasBottom && i < n1 && j < n2) ? T12[i + j * ldt] : S(0);
+  for (int r = 0; r < 32; ++r) p -= sA[r][i] * sB[r][j];
+  sP[i][j] = (i < n1 && j < n2) ? p : S(0);
+  __syncthreads();
+  // X = T1 P (T1: n1 x n1 upper, at T(0, 0))
+  sA[i][j] = (i < n1 && j < n1 && i <= j) ? T[i + j * ldt] : S(0);
+  sB[i][j] = (i < n2 && j < n2 && i <= j) ? T[(n1 + i) + (n1 + j) * ldt] : S(0);  // T2
+  __syncthreads();
+  S x = S(0);
+  for (int r = 0; r < 32; ++r) x += sA[i][r] * sP[r][j];
+  __syncthreads();
+  sP[i][j] = x;
+  __syncthreads();
+  S t = S(0);
+  for (int r = 0; r < 32; ++r) t += sP[i][r] * sB[r][j];  // X T2
+  if (i < n1 && j < n2) T12[i + j * ldt] = t;
+  if (i < n2 && j < n1) T[(n1 + i) + j * ldt] = S(0);  // T21
+}
+
 }  // namespace
 
 template <typename S>
@@ -358,6 +436,27 @@ void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k,
   TCQR_CHECK_LAUNCH("formTKernel");
 }
 
+template <typename S>
+void launchSmallUpdateTop(const S* Y, Index ldy, const S* T, Index ldt, Index k, S* Btop, Index ldb, S* Z, Index ldz,
+                          Index c, bool transpose, cudaStream_t stream) {
+  if (k <= 0 || c <= 0) return;
+  if (k > 32) detail::throwError(ErrorSource::Kernel, 0, "k > 32", "launchSmallUpdateTop", __FILE__, __LINE__);
+  const Index blocks = std::min<Index>((c + 7) / 8, 65535);
+  smallUpdateTopKernel<S><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(Y, ldy, T, ldt, static_cast<int>(k), Btop,
+                                                                           ldb, Z, ldz, c, transpose);
+  TCQR_CHECK_LAUNCH("smallUpdateTopKernel");
+}
+
+template <typename S>
+void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, Index ldt, Index n1, Index n2,
+                       bool hasBottom, cudaStream_t stream) {
+  if (n1 <= 0 || n2 <= 0) return;
+  if (n1 > 32 || n2 > 32) detail::throwError(ErrorSource::Kernel, 0, "n1 or n2 > 32", "launchMergeSmallT", __FILE__, __LINE__);
+  mergeSmallTKernel<S><<<1, dim3(32, 32), 0, stream>>>(Y1mid, ld1, Y2, ld2, T, ldt, static_cast<int>(n1),
+                                                      static_cast<int>(n2), hasBottom);
+  TCQR_CHECK_LAUNCH("mergeSmallTKernel");
+}
+
 #define TCQR_INSTANTIATE(S)                                                                              \
   template void launchCopyUnitLower<S>(const S*, Index, S*, Index, Index, Index, cudaStream_t);        \
   template void launchSetIdentity<S>(S*, Index, Index, Index, cudaStream_t);                           \
@@ -366,7 +465,10 @@ void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k,
                                      cudaStream_t, S*, Index);                                          \
   template void launchColumnReflector<S>(S*, Index, S*, S*, cudaStream_t);                              \
   template void launchAddBatches<S>(const S*, Index, Index, Index, S, S, S*, Index, cudaStream_t);         \
-  template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);
+  template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);                \
+  template void launchSmallUpdateTop<S>(const S*, Index, const S*, Index, Index, S*, Index, S*, Index, Index, bool, \
+                                        cudaStream_t);                                                  \
+  template void launchMergeSmallT<S>(const S*, Index, const S*, Index, S*, Index, Index, Index, bool, cudaStream_t);
 TCQR_INSTANTIATE(float)
 TCQR_INSTANTIATE(double)
 #undef TCQR_INSTANTIATE

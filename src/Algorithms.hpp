@@ -10,6 +10,8 @@
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
 //   trmmUpper(left, op, T, B)                    B = op(T) B (left) or B op(T), T upper triangular
+//   smallUpdateTop(Ytop, T, Btop, Z, transpose)  applyYT's top for k <= kSmallWY reflectors (one kernel on CUDA)
+//   mergeSmallT(Y1mid, Y2top, T, n1, n2, bottom) factorRecursive's merge for n1, n2 <= kSmallWY (one kernel on CUDA)
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
 //   setZero(A)
 //   maxMergedCols                                 widest node whose T factorRecursive merges when blocks are taken
@@ -173,6 +175,11 @@ void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C) {
   trmmLowerAcc(ops, opL, alpha, L, Z, C, trmmPlan(ops.mode));
 }
 
+/// Widest compact WY form whose update top and merge run as one fused operation each (smallUpdateTop, mergeSmallT):
+/// at the recursion's leaves the update and the merge are otherwise 4-6 small launches each, which cost 16384^2
+/// FP32 about 20 ms against the W form (first A/B of the compact WY form, H100).
+constexpr Index kSmallWY = 32;
+
 /// Diagonal blocks of at most this many rows are multiplied in full by trmmUpperGemm (75% of a full product's flops at
 /// 512 rows, the FP32/FP64 merge cap).
 constexpr Index kTrmmUpperCutoff = 256;
@@ -211,6 +218,16 @@ template <class Ops, typename S>
 void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool transpose, S* scratch) {
   const Index m = Yp.rows, k = Yp.cols;
   if (k == 0 || B.empty()) return;
+  if (onLeft && k <= kSmallWY) {  // Z = Ybot^T Bbot, then the top in one operation, then Bbot -= Ybot Z
+    View<S> Z(scratch, k, B.cols, k);
+    if (m > k)
+      ops.gemm(Op::T, Op::N, S(1), Yp.bottomRows(m - k), B.bottomRows(m - k), S(0), Z);
+    else
+      ops.setZero(Z);
+    ops.smallUpdateTop(Yp.topRows(k), T, B.topRows(k), Z, transpose);
+    if (m > k) ops.gemm(Op::N, Op::N, S(-1), Yp.bottomRows(m - k), Z, S(1), B.bottomRows(m - k));
+    return;
+  }
   View<S> Yt(scratch, k, k, k);
   ops.copyUnitLower(Yp.topRows(k), Yt);
   const Op opT = transpose ? Op::T : Op::N;
@@ -381,10 +398,15 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   // hold zeros below their diagonals).
   View<S> T12 = T.block(0, n1, n1, n2), Y2t(scratch, n2, n2, n2), P(scratch + n2 * n2, n1, n2, n1),
           X(scratch + n2 * n2 + n1 * n2, n1, n2, n1);
+  const Index below = m - n1 - n2;
+  if (n1 <= kSmallWY && n2 <= kSmallWY) {
+    if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(0), T12);
+    ops.mergeSmallT(A1.block(n1, 0, n2, n1), A2.block(n1, 0, n2, n2), T, n1, n2, below > 0);
+    return;
+  }
   ops.setZero(T.block(n1, 0, n2, n1));
   ops.copyUnitLower(A2.block(n1, 0, n2, n2), Y2t);
   ops.gemm(Op::T, Op::N, S(-1), A1.block(n1, 0, n2, n1), Y2t, S(0), P);
-  const Index below = m - n1 - n2;
   if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(1), P);
   trmmUpperGemm(ops, Op::N, T1, P, S(0), X);
   ops.gemm(Op::N, Op::N, S(1), X, T2, S(0), T12);

@@ -425,6 +425,17 @@ struct CudaOps {
     const auto t = traced("formT");
     kernels::launchFormT<S>(Sm.p, Sm.ld, tau, T.p, T.ld, T.rows, stream);
   }
+  /// The top of a compact-WY update with at most 32 reflectors in one kernel (kernels::launchSmallUpdateTop).
+  void smallUpdateTop(View<S> Ytop, View<S> T, View<S> Btop, View<S> Z, bool transpose) {
+    const auto t = traced("smallUpdateTop");
+    kernels::launchSmallUpdateTop<S>(Ytop.p, Ytop.ld, T.p, T.ld, Ytop.cols, Btop.p, Btop.ld, Z.p, Z.ld, Z.cols,
+                                     transpose, stream);
+  }
+  /// The merge of two compact WY forms of at most 32 reflectors each in one kernel (kernels::launchMergeSmallT).
+  void mergeSmallT(View<S> Y1mid, View<S> Y2top, View<S> T, Index n1, Index n2, bool hasBottom) {
+    const auto t = traced("mergeSmallT");
+    kernels::launchMergeSmallT<S>(Y1mid.p, Y1mid.ld, Y2top.p, Y2top.ld, T.p, T.ld, n1, n2, hasBottom, stream);
+  }
   void trmmRightUpper(View<S> B, View<S> T) {
     const auto t = traced("trmmRightUpper (cuBLAS)");
     if (!B.empty()) Blas<S>::trmmUpper(blas, CUBLAS_SIDE_RIGHT, CUBLAS_OP_N, B.rows, B.cols, T.p, T.ld, B.p, B.ld);

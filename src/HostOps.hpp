@@ -208,6 +208,32 @@ struct HostOps {
     }
   }
 
+  /// w = Z + Yt^T Btop, Z = op(T) w, Btop -= Yt Z, Yt the unit lower top of Ytop (CudaOps: one kernel, k <= 32).
+  void smallUpdateTop(View<S> Ytop, View<S> T, View<S> Btop, View<S> Z, bool transpose) {
+    const Index k = Ytop.cols;
+    Mat yt = map(Ytop).template triangularView<Eigen::StrictlyLower>();
+    yt.diagonal().setOnes();
+    auto z = map(Z);
+    auto b = map(Btop);
+    const Mat t = map(T).template triangularView<Eigen::Upper>();
+    Mat w = z + yt.transpose() * b;
+    if (transpose) z = t.transpose() * w;
+    else z = t * w;
+    b -= yt * z;
+    (void)k;
+  }
+  /// T12 = T1 (P - Y1mid^T Y2t) T2, T21 = 0 (CudaOps: one kernel, n1, n2 <= 32); P is in T12 when hasBottom.
+  void mergeSmallT(View<S> Y1mid, View<S> Y2top, View<S> T, Index n1, Index n2, bool hasBottom) {
+    auto t = map(T);
+    Mat y2 = map(Y2top).template triangularView<Eigen::StrictlyLower>();
+    y2.diagonal().setOnes();
+    Mat p = hasBottom ? Mat(t.block(0, n1, n1, n2)) : Mat::Zero(n1, n2);
+    p -= map(Y1mid).transpose() * y2;
+    const Mat t1 = t.topLeftCorner(n1, n1).template triangularView<Eigen::Upper>();
+    const Mat t2 = t.block(n1, n1, n2, n2).template triangularView<Eigen::Upper>();
+    t.block(0, n1, n1, n2) = t1 * p * t2;
+    t.block(n1, 0, n2, n1).setZero();
+  }
   void trmmRightUpper(View<S> B, View<S> T) { trmmUpper(false, Op::N, T, B); }
 
   /// B <- op(T) B (left) or B op(T), T upper triangular.

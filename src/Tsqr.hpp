@@ -212,12 +212,12 @@ void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S
 
   // 3. ReconstructWY. The signed LU needs the top n x n block of Q first; then level 0's Q is formed tile by tile and
   // turned into Y, W and tau in the same pass, never stored (A, which holds level 0's reflectors, receives Y).
-  View<S> LU(p, n, n, n), T(p + n * n, n, n, n);
+  // T goes straight to Tout where there is one (the signed LU writes all of it, zeros below the diagonal included).
+  View<S> LU(p, n, n, n), T = Tout.p ? Tout : View<S>(p + n * n, n, n, n);
   p += 2 * n * n;
   S* s = p;
   ops.tsqrTopRowsLU(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T);
   ops.tsqrApplyQReconstructWY(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T, t.R, A, W, tau);
-  if (Tout.p) ops.copy(T, Tout);
 }
 
 }  // namespace detail
