@@ -184,14 +184,17 @@ constexpr Index kSmallWY = 32;
 /// 512 rows, the FP32/FP64 merge cap).
 constexpr Index kTrmmUpperCutoff = 256;
 
-/// C = op(U) Z + beta C for U (k x k) upper triangular with zeros below its diagonal, by GEMMs in the mode: the
-/// diagonal blocks recurse and the off-diagonal block is one product (TPDS'25 Algorithm 3's structure). cuBLAS's
-/// in-place TRMM, which this replaces, ran at 3-4 TFLOP/s on the H100 (double, 2097152 x 128 by 128 x 128).
+/// C = op(U) Z + beta C for U (k x k) upper triangular with zeros below its diagonal, by GEMMs in the storage
+/// precision (gemmExact): the diagonal blocks recurse and the off-diagonal block is one product (TPDS'25 Algorithm 3's
+/// structure). cuBLAS's in-place TRMM, which this replaces, ran at 3-4 TFLOP/s on the H100 (double, 2097152 x 128 by
+/// 128 x 128). Not in the precision mode: T's products are an extra rounding stage the W form does not have, and in
+/// the mode they made the 4096^2 factorization 1.3-1.4x less accurate (TF32/FP16 backward error 1.03e-3 against
+/// 7.7e-4, TF32x3 3.2e-6 against 2.3e-6; H100, 32e3e91).
 template <class Ops, typename S>
 void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
   const Index k = U.rows;
   if (k <= kTrmmUpperCutoff) {
-    ops.gemm(op, Op::N, S(1), U, Z, beta, C);
+    ops.gemmExact(op, Op::N, S(1), U, Z, beta, C);
     return;
   }
   const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;
@@ -199,11 +202,11 @@ void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
   View<S> Z1 = Z.topRows(k1), Z2 = Z.bottomRows(k2), C1 = C.topRows(k1), C2 = C.bottomRows(k2);
   if (op == Op::N) {  // [C1; C2] = [U11 Z1 + U12 Z2; U22 Z2]
     trmmUpperGemm(ops, op, U11, Z1, beta, C1);
-    ops.gemm(Op::N, Op::N, S(1), U12, Z2, S(1), C1);
+    ops.gemmExact(Op::N, Op::N, S(1), U12, Z2, S(1), C1);
     trmmUpperGemm(ops, op, U22, Z2, beta, C2);
   } else {  // [C1; C2] = [U11^T Z1; U12^T Z1 + U22^T Z2]
     trmmUpperGemm(ops, op, U11, Z1, beta, C1);
-    ops.gemm(Op::T, Op::N, S(1), U12, Z1, beta, C2);
+    ops.gemmExact(Op::T, Op::N, S(1), U12, Z1, beta, C2);
     trmmUpperGemm(ops, op, U22, Z2, S(1), C2);
   }
 }
@@ -394,8 +397,8 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   if (blocks) return;  // T1 and T2 stay separate blocks
 
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
-  // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs (T1 and T2
-  // hold zeros below their diagonals).
+  // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs in the storage
+  // precision (T1 and T2 hold zeros below their diagonals; see trmmUpperGemm for why not in the mode).
   View<S> T12 = T.block(0, n1, n1, n2), Y2t(scratch, n2, n2, n2), P(scratch + n2 * n2, n1, n2, n1),
           X(scratch + n2 * n2 + n1 * n2, n1, n2, n1);
   const Index below = m - n1 - n2;
@@ -409,7 +412,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   ops.gemm(Op::T, Op::N, S(-1), A1.block(n1, 0, n2, n1), Y2t, S(0), P);
   if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(1), P);
   trmmUpperGemm(ops, Op::N, T1, P, S(0), X);
-  ops.gemm(Op::N, Op::N, S(1), X, T2, S(0), T12);
+  ops.gemmExact(Op::N, Op::N, S(1), X, T2, S(0), T12);
 }
 
 /// Scratch needed by factor() for an m x n matrix.
