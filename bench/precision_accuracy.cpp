@@ -9,8 +9,8 @@
 // in every mode (float: FP32, TF32x3, TF32, FP16, BF16; double: FP64, FP64Emulated), with cusolverDn<S|D>geqrf on the
 // same matrix as a reference row per precision.
 //
-// Two Q's are measured for ours: householderQ() (I - W Y^T with the W built during the factorization, whose products
-// ran in the mode: the Q of TPDS'25's recursive algorithm) and the Q formed from the reflectors and tau alone (as
+// Two Q's are measured for ours: householderQ() (I - Y T Y^T with the T built during the factorization, whose merges
+// ran in the mode: the Q of the recursive algorithm) and the Q formed from the reflectors and tau alone (as
 // LAPACK's orgqr; orthogonal to the storage precision whatever the mode). The backward and orthogonality columns are
 // the worse of the two; the orthogonality of the reflector Q is reported in its own column.
 //
@@ -249,7 +249,7 @@ struct Errors {
 
 /// Errors of a packed factorization (packed m x n, ld m; tau k entries; storage type S, device memory) of Ad (double,
 /// m x n, ld m): Q = Dorgqr of the widened packed factor, R = its upper triangle; FP64 GEMMs and double norms.
-/// With `userQ` (host, m x k, ld m: householderQ() * Identity(m, k), i.e. I - W Y^T with the W the factorization
+/// With `userQ` (host, m x k, ld m: householderQ() * Identity(m, k), i.e. I - Y T Y^T with the T the factorization
 /// built in its mode), the errors of that Q are measured too and the worse of the two Q's is reported.
 template <typename S>
 Errors measure(Handles& h, const double* Ad, const S* packed, const S* tau, i64 m, i64 n, const S* userQ = nullptr) {
@@ -390,7 +390,7 @@ void runPrecision(Handles& h, const Options& o, const std::string& kind, const d
       qr.synchronize();
       if (qr.info() != Eigen::Success) r.notes = "info() != Success";
       using MS = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
-      const MS Qw = qr.householderQ() * MS::Identity(m, k);  // the library's Q: I - W Y^T, applied on the device
+      const MS Qw = qr.householderQ() * MS::Identity(m, k);  // the library's Q: I - Y T Y^T, applied on the device
       r.e = measure<S>(h, Ad.get(), qr.deviceMatrixQR(), qr.deviceHCoeffs(), m, n, Qw.data());
     } catch (const std::exception& ex) {
       r.notes = ex.what();
@@ -455,7 +455,7 @@ void writeMarkdown(const std::string& path, const Options& o, const RunInfo& inf
     << " (" << info.versions << ", seed " << o.seed << "). Nothing in this file is edited by hand.\n\n";
   f << "Backward error ||A - QR||_F / ||A||_F, orthogonality ||I - Q^T Q||_F / n, and the column-relative backward "
        "error max_j ||a_j - Q r_j|| / ||a_j||, all in double (FP64 GEMMs), the worse of two Q's: householderQ() "
-       "(I - W Y^T, W built in the mode) and the Q formed by cusolverDnDorgqr from the widened reflectors and tau, "
+       "(I - Y T Y^T, T built in the mode) and the Q formed by cusolverDnDorgqr from the widened reflectors and tau, "
        "whose orthogonality is also shown alone. cuSOLVER rows: the orgqr Q only. Bounds: issue 4 (TPDS'25 Table IV); "
        "FP64Emulated is held to FP64's; BF16 is reported only; the "
        "cuSOLVER rows are references held to the bound of their precision. On `spread` the column-relative error must "

@@ -33,7 +33,7 @@ inline Index splitColumns(Index n, Index nb) { return std::max(nb, (n / 2) / nb 
 
 /// Which panel factorization the recursion uses at its leaves.
 enum class PanelKind {
-  Geqrf,  ///< geqrfPanel (cuSOLVER / Eigen reflectors) + W = Y T
+  Geqrf,  ///< geqrfPanel (cuSOLVER / Eigen reflectors) + T from Y^T Y
   Tsqr,   ///< TSQR tree + ReconstructWY (Tsqr.hpp) where it applies, Geqrf otherwise
   Hybrid  ///< Tsqr for panels with at least kTsqrAutoMinRows rows, Geqrf for shorter ones
 };

@@ -50,7 +50,7 @@ inline TrmmPlan trmmPlan(Precision mode) {
 /// - TF32x3 16384^2 270 at 512 against 273 (256: 327); 131072 x 2048 80.8 against 81.6.
 /// - TF32 and FP16 16384^2 98-104 at 2048 against 104-108; caps of 512 and below cost up to 1.9x (the merged W's
 ///   long products are what the tensor cores do fastest).
-/// Re-measured with the compact WY form (81f76d4, one run per cap, bench/results/logs/2026-11-26-h100-cap-sweep-81f76d4.log):
+/// Re-measured with the compact WY form (81f76d4, one run per cap, bench/results/logs/2026-11-27-h100-cap-sweep-81f76d4.log):
 /// 16384^2 FP32 237-238 ms at caps 512-1024, 250 at 2048, 290 uncapped; FP64 236-240 at 512-1024, 248 at 2048;
 /// TF32x3 223-225 at 1024-2048 against 235 at 512 (hence 1024); TF32 and FP16 within noise from 1024 up.
 /// Hence, per mode, a cap where the products are S/DGEMM speed-bound (smaller where the panels are tall, which keeps

@@ -25,7 +25,7 @@ enum class Backend { Auto, Host, Cuda };
 ///
 /// - Auto: the backend's measured default: on the GPU, Tsqr wherever it applies; on the host, Geqrf (see
 ///   docs/DESIGN.md).
-/// - Geqrf: Householder QR of the panel (cuSOLVER geqrf on the GPU, Eigen's reflectors on the host), then W = Y T.
+/// - Geqrf: Householder QR of the panel (cuSOLVER geqrf on the GPU, Eigen's reflectors on the host), then T from Y^T Y.
 ///   On very tall panels cuSOLVER may store a reflection (tau != 0) for an exact zero column where Eigen stores 0.
 /// - Tsqr: tall-skinny QR tree with 256-row tiles, explicit Q, and ReconstructWY (panels of at most 32 columns;
 ///   wider requests fall back to Geqrf, and so do square panels). A panel holding a column whose reflector may have
@@ -34,10 +34,11 @@ enum class Backend { Auto, Host, Cuda };
 enum class Panel { Auto, Geqrf, Tsqr };
 
 /// \brief Arithmetic of the matrix products inside a factorization (the GEMMs of the recursion: the trailing updates
-/// and the formation of W). Panels (geqrf, TSQR) always run in the storage precision, and so do products with Q after
-/// the factorization (solve(), householderQ()). Those products use W (H_0...H_{k-1} = I - W Y^T), which was formed
-/// in the mode: their Q is orthogonal to the mode's precision, while householderSequence() (Eigen's product of the
-/// reflectors) is orthogonal to the storage precision in every mode.
+/// and the products Y1^T Y2 that merge the compact WY forms). Panels (geqrf, TSQR) and the small products with T always
+/// run in the storage precision, and so do products with Q after the factorization (solve(), householderQ()). Those
+/// products use T (H_0...H_{k-1} = I - Y T Y^T), whose merges ran in the mode: their Q is orthogonal to the mode's
+/// precision, while householderSequence() (Eigen's product of the reflectors) is orthogonal to the storage precision
+/// in every mode.
 ///
 /// float:
 /// - FP32: cuBLAS SGEMM, no tensor cores.

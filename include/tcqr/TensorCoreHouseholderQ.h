@@ -1,7 +1,7 @@
 // TensorCoreHouseholderQ.h - the Q factor of a TensorCoreHouseholderQR, as Eigen's HouseholderSequence is for
 // HouseholderQR: an expression that can be assigned to a dense matrix or multiplied with one. Every operation runs
-// on the backend that holds the factorization (for the CUDA backend: two GEMMs with the WY form Q = I - W Y^T,
-// never a loop over reflectors on the host).
+// on the backend that holds the factorization (for the CUDA backend: GEMMs with the compact WY form
+// Q = I - Y T Y^T, never a loop over reflectors on the host).
 #ifndef TCQR_TENSORCOREHOUSEHOLDERQ_H
 #define TCQR_TENSORCOREHOUSEHOLDERQ_H
 

@@ -10,8 +10,8 @@
 // wrong reason: every reduced-precision mode must be measurably LESS accurate than FP32 on the same matrix (the mode
 // really changes the arithmetic), and TF32x3 must stay as accurate as FP32.
 //
-// Errors are measured in double, for both Q's the class exposes: householderQ(), which applies I - W Y^T with the W
-// built during the factorization (its products ran in the mode, so its orthogonality shows the mode, as in TPDS'25),
+// Errors are measured in double, for both Q's the class exposes: householderQ(), which applies I - Y T Y^T with the T
+// built during the factorization (its merges ran in the mode, so its orthogonality shows the mode, as in TPDS'25),
 // and Eigen's HouseholderSequence over the widened packed factor and tau (exactly orthogonal up to the storage
 // precision whatever the mode: reflectors and tau are consistent). The bounds apply to the worse of the two.
 #ifndef TCQR_TESTS_PRECISIONCHECKS_H
@@ -112,7 +112,7 @@ QRErrors measureErrors(const Mat<Scalar>& A, const TCQR<MatrixType>& qr) {
   }
   const Index m = A.rows(), k = std::min(A.rows(), A.cols());
   const Eigen::MatrixXd Ad = toDouble(A), R = rInDouble(qr);
-  const Mat<Scalar> Qw = qr.householderQ() * Mat<Scalar>::Identity(m, k);  // I - W Y^T, on the backend
+  const Mat<Scalar> Qw = qr.householderQ() * Mat<Scalar>::Identity(m, k);  // I - Y T Y^T, on the backend
   if (!Qw.allFinite()) {
     e.finite = false;
     e.backward = e.orth = e.colBackward = std::numeric_limits<double>::infinity();

@@ -110,7 +110,7 @@ TEST_SUITE("gpu") {
     const auto qr = tcqr_test::factorInMode<float>(A, Backend::Cuda, Precision::FP32);
     REQUIRE(qr.info() == Eigen::Success);
     REQUIRE(qr.activeBackend() == Backend::Cuda);
-    const Mat<float> Q = qr.householderQ();  // I - W Y^T on the device
+    const Mat<float> Q = qr.householderQ();  // I - Y T Y^T on the device
     const Eigen::MatrixXd R = tcqr_test::rInDouble(qr);
     const Eigen::MatrixXd Af = tcqr_test::toDouble(A);
     const double backward = (Af - tcqr_test::toDouble(Q) * R).norm() / Af.norm();

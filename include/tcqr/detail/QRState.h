@@ -14,8 +14,8 @@ namespace detail {
 /// One factorization, owned by one TensorCoreHouseholderQR object. Storage is column-major throughout:
 /// after factor(), `QR` (rows x cols, ld = rows) holds R on and above the diagonal and the essential parts of the
 /// Householder vectors below it (LAPACK/Eigen layout), `tau` holds min(rows, cols) coefficients, and the backend
-/// additionally keeps W (rows x k) such that H_0 H_1 ... H_{k-1} = I - W Y^T (Algorithm 1 of TPDS'25; a product of
-/// such blocks, docs/DESIGN.md), or, where the whole factorization is one TSQR panel, T (k x k) with W = Y T.
+/// additionally keeps T (k x k, the compact WY form) such that H_0 H_1 ... H_{k-1} = I - Y T Y^T, or a product of
+/// such blocks with their T's on T's diagonal (docs/DESIGN.md, "Compact WY").
 ///
 /// Host buffers handed out by this interface (staging()) are pinned memory on the CUDA backend. A pointer stays valid
 /// until the next call that takes a size.
