@@ -399,14 +399,14 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
   // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs in the storage
   // precision (T1 and T2 hold zeros below their diagonals; see trmmUpperGemm for why not in the mode).
-  View<S> T12 = T.block(0, n1, n1, n2), Y2t(scratch, n2, n2, n2), P(scratch + n2 * n2, n1, n2, n1),
-          X(scratch + n2 * n2 + n1 * n2, n1, n2, n1);
+  View<S> T12 = T.block(0, n1, n1, n2);
   const Index below = m - n1 - n2;
   if (n1 <= kSmallWY && n2 <= kSmallWY) {
     if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(0), T12);
     ops.mergeSmallT(A1.block(n1, 0, n2, n1), A2.block(n1, 0, n2, n2), T, n1, n2, below > 0);
     return;
   }
+  View<S> Y2t(scratch, n2, n2, n2), P(scratch + n2 * n2, n1, n2, n1), X(scratch + n2 * n2 + n1 * n2, n1, n2, n1);
   ops.setZero(T.block(n1, 0, n2, n1));
   ops.copyUnitLower(A2.block(n1, 0, n2, n2), Y2t);
   ops.gemm(Op::T, Op::N, S(-1), A1.block(n1, 0, n2, n1), Y2t, S(0), P);

@@ -122,6 +122,13 @@ struct HostOps {
  private:
   using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
 
+  /// The unit lower trapezoid of Y (what copyUnitLower writes), as a new matrix.
+  static Mat unitLower(View<S> Y) {
+    Mat y = map(Y).template triangularView<Eigen::StrictlyLower>();
+    y.diagonal().setOnes();
+    return y;
+  }
+
   // The GPU modes on the host: operands rounded entrywise as the tensor cores consume them, products accumulated in
   // S. TF32x3 sums lo*hi + hi*lo + hi*hi with hi = tf32(x) and lo = tf32(x - hi), as kernels/precision_kernels.cu.
   void gemmRounded(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
@@ -210,9 +217,7 @@ struct HostOps {
 
   /// w = Z + Yt^T Btop, Z = op(T) w, Btop -= Yt Z, Yt the unit lower top of Ytop (CudaOps: one kernel, k <= 32).
   void smallUpdateTop(View<S> Ytop, View<S> T, View<S> Btop, View<S> Z, bool transpose) {
-    const Index k = Ytop.cols;
-    Mat yt = map(Ytop).template triangularView<Eigen::StrictlyLower>();
-    yt.diagonal().setOnes();
+    const Mat yt = unitLower(Ytop);
     auto z = map(Z);
     auto b = map(Btop);
     const Mat t = map(T).template triangularView<Eigen::Upper>();
@@ -220,13 +225,11 @@ struct HostOps {
     if (transpose) z = t.transpose() * w;
     else z = t * w;
     b -= yt * z;
-    (void)k;
   }
   /// T12 = T1 (P - Y1mid^T Y2t) T2, T21 = 0 (CudaOps: one kernel, n1, n2 <= 32); P is in T12 when hasBottom.
   void mergeSmallT(View<S> Y1mid, View<S> Y2top, View<S> T, Index n1, Index n2, bool hasBottom) {
     auto t = map(T);
-    Mat y2 = map(Y2top).template triangularView<Eigen::StrictlyLower>();
-    y2.diagonal().setOnes();
+    const Mat y2 = unitLower(Y2top);
     Mat p = hasBottom ? Mat(t.block(0, n1, n1, n2)) : Mat::Zero(n1, n2);
     p -= map(Y1mid).transpose() * y2;
     const Mat t1 = t.topLeftCorner(n1, n1).template triangularView<Eigen::Upper>();
