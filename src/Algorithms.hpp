@@ -9,7 +9,7 @@
 //   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
-//   trmmUpper(left, op, T, B)                    B = op(T) B (left) or B op(T), T upper triangular
+//   trmmRightUpper(B, T)                         B = B T, T upper triangular (TallSkinny: R = triu(A1))
 //   smallUpdateTop(Ytop, T, Btop, Z, transpose)  applyYT's top for k <= kSmallWY reflectors (one kernel on CUDA)
 //   mergeSmallT(Y1mid, Y2top, T, n1, n2, bottom) factorRecursive's merge for n1, n2 <= kSmallWY (one kernel on CUDA)
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
@@ -211,12 +211,35 @@ void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
   }
 }
 
+/// C = Z op(U) + beta C, the right-hand counterpart of trmmUpperGemm (same blocks, same storage-precision GEMMs): for
+/// B Q, whose T product cuBLAS's in-place TRMM ran at its 3-4 TFLOP/s.
+template <class Ops, typename S>
+void trmmUpperGemmRight(Ops& ops, Op op, View<S> Z, View<S> U, S beta, View<S> C) {
+  const Index k = U.rows;
+  if (k <= kTrmmUpperCutoff) {
+    ops.gemmExact(Op::N, op, S(1), Z, U, beta, C);
+    return;
+  }
+  const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;
+  View<S> U11 = U.block(0, 0, k1, k1), U12 = U.block(0, k1, k1, k2), U22 = U.block(k1, k1, k2, k2);
+  View<S> Z1 = Z.leftCols(k1), Z2 = Z.rightCols(k2), C1 = C.leftCols(k1), C2 = C.rightCols(k2);
+  if (op == Op::N) {  // [C1 C2] = [Z1 U11, Z1 U12 + Z2 U22]
+    trmmUpperGemmRight(ops, op, Z1, U11, beta, C1);
+    ops.gemmExact(Op::N, Op::N, S(1), Z1, U12, beta, C2);
+    trmmUpperGemmRight(ops, op, Z2, U22, S(1), C2);
+  } else {  // [C1 C2] = [Z1 U11^T + Z2 U12^T, Z2 U22^T]
+    trmmUpperGemmRight(ops, op, Z1, U11, beta, C1);
+    ops.gemmExact(Op::N, Op::T, S(1), Z2, U12, S(1), C1);
+    trmmUpperGemmRight(ops, op, Z2, U22, beta, C2);
+  }
+}
+
 /// B <- op(Q) B (onLeft) or B op(Q) for Q = I - Y T Y^T: Y the m x k unit lower trapezoid stored in `Yp` (Householder
 /// vectors below the diagonal; the diagonal and above are ignored), T (k x k) upper triangular with zeros below its
 /// diagonal (the compact WY form, LAPACK larfb). Scratch: applyScratchSize(k, c), c = B's other dimension.
 /// On the left, Y's triangular top block is multiplied by trmmLowerAcc where it is wider than the mode's TRMM cutoff
 /// (half the flops of a full product), and T's product with Z = Y^T B by trmmUpperGemm (GEMMs in the mode). The
-/// right-hand side (B Q, B Q^T) is only used for Q products in the storage precision, with cuBLAS's TRMM.
+/// right-hand side (B Q, B Q^T) is only used for Q products in the storage precision (trmmUpperGemmRight for T).
 template <class Ops, typename S>
 void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool transpose, S* scratch) {
   const Index m = Yp.rows, k = Yp.cols;
@@ -253,7 +276,9 @@ void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool trans
     View<S> Z(scratch + k * k, B.rows, k, B.rows);
     ops.gemm(Op::N, Op::N, S(1), B.leftCols(k), Yt, S(0), Z);
     if (m > k) ops.gemm(Op::N, Op::N, S(1), B.rightCols(m - k), Yp.bottomRows(m - k), S(1), Z);
-    ops.trmmUpper(false, opT, T, Z);
+    View<S> ZT(scratch + k * k + B.rows * k, B.rows, k, B.rows);
+    trmmUpperGemmRight(ops, opT, Z, T, S(0), ZT);
+    Z = ZT;
     ops.gemm(Op::N, Op::T, S(-1), Z, Yt, S(1), B.leftCols(k));
     if (m > k) ops.gemm(Op::N, Op::T, S(-1), Z, Yp.bottomRows(m - k), S(1), B.rightCols(m - k));
   }

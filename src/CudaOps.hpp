@@ -440,13 +440,6 @@ struct CudaOps {
     const auto t = traced("trmmRightUpper (cuBLAS)");
     if (!B.empty()) Blas<S>::trmmUpper(blas, CUBLAS_SIDE_RIGHT, CUBLAS_OP_N, B.rows, B.cols, T.p, T.ld, B.p, B.ld);
   }
-  /// B <- op(T) B (left) or B op(T), T upper triangular.
-  void trmmUpper(bool left, Op op, View<S> T, View<S> B) {
-    const auto t = traced("trmmUpper (cuBLAS)");
-    if (!B.empty())
-      Blas<S>::trmmUpper(blas, left ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT, cuOp(op), B.rows, B.cols, T.p, T.ld, B.p,
-                         B.ld);
-  }
   void trsmLeftUpper(Op op, View<S> R, View<S> B) {
     const auto t = traced("trsmLeftUpper (cuBLAS)");
     if (!B.empty()) Blas<S>::trsmLeftUpper(blas, cuOp(op), B.rows, B.cols, R.p, R.ld, B.p, B.ld);

@@ -237,16 +237,11 @@ struct HostOps {
     t.block(0, n1, n1, n2) = t1 * p * t2;
     t.block(n1, 0, n2, n1).setZero();
   }
-  void trmmRightUpper(View<S> B, View<S> T) { trmmUpper(false, Op::N, T, B); }
-
-  /// B <- op(T) B (left) or B op(T), T upper triangular.
-  void trmmUpper(bool left, Op op, View<S> T, View<S> B) {
+  /// B <- B T, T upper triangular.
+  void trmmRightUpper(View<S> B, View<S> T) {
     if (B.empty()) return;
     auto b = map(B);
-    const auto t = map(T).template triangularView<Eigen::Upper>();
-    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tmp;
-    if (left) tmp = (op == Op::T) ? (t.transpose() * b).eval() : (t * b).eval();
-    else tmp = (op == Op::T) ? (b * t.transpose()).eval() : (b * t).eval();
+    const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tmp = b * map(T).template triangularView<Eigen::Upper>();
     b = tmp;
   }
 

@@ -53,3 +53,36 @@ TEST_CASE_TEMPLATE("TRMM: recursive and block-row schemes match Eigen", T, float
       checkScheme<T>(scheme, op, 40, 3, 512);  // one block: a single full product
     }
 }
+
+namespace {
+
+/// trmmUpperGemm (C = op(U) Z + beta C) and trmmUpperGemmRight (C = Z op(U) + beta C), U upper triangular with explicit
+/// zeros below the diagonal (T of the compact WY form), against Eigen.
+template <typename T>
+void checkUpper(bool right, Op op, Eigen::Index k, Eigen::Index c, T beta) {
+  Mat<T> U = tcqr_test::uniformMatrix<T>(k, k);
+  U.template triangularView<Eigen::StrictlyLower>().setZero();
+  const Mat<T> opU = op == Op::N ? U : Mat<T>(U.transpose());
+  Mat<T> Z = right ? tcqr_test::uniformMatrix<T>(c, k) : tcqr_test::uniformMatrix<T>(k, c);
+  Mat<T> C = right ? tcqr_test::uniformMatrix<T>(c, k) : tcqr_test::uniformMatrix<T>(k, c);
+  const Mat<T> ref = beta * C + (right ? Mat<T>(Z * opU) : Mat<T>(opU * Z));
+  HostOps<T> ops;
+  if (right) tcqr::detail::trmmUpperGemmRight(ops, op, view(Z), view(U), beta, view(C));
+  else tcqr::detail::trmmUpperGemm(ops, op, view(U), view(Z), beta, view(C));
+  const double diff = double((C - ref).norm() / ref.norm());
+  INFO("k = " << k << ", c = " << c << ", " << (right ? "Z op(U)" : "op(U) Z") << ", op " << (op == Op::N ? "N" : "T")
+              << ", beta " << beta);
+  CHECK(diff < 20 * std::sqrt(double(k)) * double(Eigen::NumTraits<T>::epsilon()));
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("T's products: trmmUpperGemm and trmmUpperGemmRight match Eigen", T, float, double) {
+  TCQR_RANDOM_SEED();
+  for (bool right : {false, true})
+    for (Op op : {Op::N, Op::T})
+      for (T beta : {T(0), T(1)}) {
+        checkUpper<T>(right, op, 1100, 37, beta);  // several levels of the recursion (cutoff 256), k not a multiple of 16
+        checkUpper<T>(right, op, 200, 5, beta);    // one block: a single full product
+      }
+}

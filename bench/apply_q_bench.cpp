@@ -1,0 +1,150 @@
+// apply_q_bench.cpp - products with the Q of Eigen::TensorCoreHouseholderQR, end to end from host matrices, against
+// cusolverDn<S|D>ormqr with the same reflectors.
+//
+// For each precision: A (n x n, Eigen::Random) is factored once (qr.compute, default backend and mode); B (n x n,
+// Eigen::Random). Timed, std::chrono, median of --reps after --warmup:
+//   left:   X = qr.householderQ().transpose() * B      (Q^T B)
+//   right:  X = B * qr.householderQ()                  (B Q)
+// ours through the public API (host in, host out: the copy of B to the device and of X back are inside the timing);
+// the baseline, cusolverDn<S|D>ormqr on the device with our packed factor and tau (copied to the device once, outside
+// the timing; its workspace allocated once), also from and to the host: copy B in, ormqr, copy X out, all timed.
+// Error: ||X_ours - X_ormqr||_F / ||X_ormqr||_F (the same reflectors applied two ways; both in the storage precision).
+//
+//   apply_q_bench [--n N] [--precision float|double|both] [--reps R] [--warmup W]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cusolverDn.h>
+
+#include <Eigen/Dense>
+#include <Eigen/TensorCoreQR>
+
+#include "bench_common.hpp"
+
+using namespace tcqr_bench;
+
+namespace {
+
+struct Options {
+  long n = 8192;
+  bool runFloat = true, runDouble = true;
+  int reps = 5, warmup = 1;
+};
+
+template <class F>
+double medianMs(int warmup, int reps, F&& f) {
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return median(ms);
+}
+
+cusolverStatus_t ormqrBufferSize(cusolverDnHandle_t h, cublasSideMode_t side, cublasOperation_t op, int m, int n,
+                                 int k, const float* A, int lda, const float* tau, const float* C, int ldc, int* lw) {
+  return cusolverDnSormqr_bufferSize(h, side, op, m, n, k, A, lda, tau, C, ldc, lw);
+}
+cusolverStatus_t ormqrBufferSize(cusolverDnHandle_t h, cublasSideMode_t side, cublasOperation_t op, int m, int n,
+                                 int k, const double* A, int lda, const double* tau, const double* C, int ldc,
+                                 int* lw) {
+  return cusolverDnDormqr_bufferSize(h, side, op, m, n, k, A, lda, tau, C, ldc, lw);
+}
+cusolverStatus_t ormqr(cusolverDnHandle_t h, cublasSideMode_t side, cublasOperation_t op, int m, int n, int k,
+                       const float* A, int lda, const float* tau, float* C, int ldc, float* w, int lw, int* info) {
+  return cusolverDnSormqr(h, side, op, m, n, k, A, lda, tau, C, ldc, w, lw, info);
+}
+cusolverStatus_t ormqr(cusolverDnHandle_t h, cublasSideMode_t side, cublasOperation_t op, int m, int n, int k,
+                       const double* A, int lda, const double* tau, double* C, int ldc, double* w, int lw, int* info) {
+  return cusolverDnDormqr(h, side, op, m, n, k, A, lda, tau, C, ldc, w, lw, info);
+}
+
+template <typename S>
+void run(const Options& o) {
+  using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+  const int n = static_cast<int>(o.n);
+  const char* prec = sizeof(S) == 4 ? "float" : "double";
+  const Mat A = Mat::Random(n, n), B = Mat::Random(n, n);
+  Eigen::TensorCoreHouseholderQR<Mat> qr(A);
+  const Mat packed = qr.matrixQR();
+  const Eigen::Matrix<S, Eigen::Dynamic, 1> tau = qr.hCoeffs();
+
+  Handles h;
+  DevBuf<S> dA(i64(n) * n), dTau(n), dC(i64(n) * n);
+  DevBuf<int> dInfo(1);
+  CHECK(cudaMemcpy(dA.get(), packed.data(), sizeof(S) * n * n, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(dTau.get(), tau.data(), sizeof(S) * n, cudaMemcpyHostToDevice));
+  Mat X(n, n), Xref(n, n);
+  for (const bool onLeft : {true, false}) {
+    const cublasSideMode_t side = onLeft ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
+    const cublasOperation_t op = onLeft ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int lwork = 0;
+    CHECK(ormqrBufferSize(h.solver, side, op, n, n, n, dA.get(), n, dTau.get(), dC.get(), n, &lwork));
+    DevBuf<S> work(lwork);
+    const double base = medianMs(o.warmup, o.reps, [&] {
+      CHECK(cudaMemcpyAsync(dC.get(), B.data(), sizeof(S) * n * n, cudaMemcpyHostToDevice, h.stream));
+      CHECK(ormqr(h.solver, side, op, n, n, n, dA.get(), n, dTau.get(), dC.get(), n, work.get(), lwork, dInfo.get()));
+      CHECK(cudaMemcpyAsync(Xref.data(), dC.get(), sizeof(S) * n * n, cudaMemcpyDeviceToHost, h.stream));
+      CHECK(cudaStreamSynchronize(h.stream));
+    });
+    const double ours = medianMs(o.warmup, o.reps, [&] {
+      if (onLeft) X.noalias() = qr.householderQ().transpose() * B;
+      else X.noalias() = B * qr.householderQ();
+    });
+    const double err = double((X - Xref).norm() / Xref.norm());
+    std::printf("applyq  %-6s %6d %6d %-5s | ours %9.2f ms | cusolverDn%cormqr %9.2f ms | %6.2fx | rel diff %.2e\n",
+                prec, n, n, onLeft ? "Q^T B" : "B Q", ours, sizeof(S) == 4 ? 'S' : 'D', base, base / ours, err);
+    std::fflush(stdout);
+  }
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--n") o.n = std::stol(value());
+    else if (a == "--reps") o.reps = std::stoi(value());
+    else if (a == "--warmup") o.warmup = std::stoi(value());
+    else if (a == "--precision") {
+      const std::string p = value();
+      o.runFloat = p == "float" || p == "both";
+      o.runDouble = p == "double" || p == "both";
+      if (!o.runFloat && !o.runDouble) throw std::invalid_argument("--precision: float, double or both");
+    } else {
+      throw std::invalid_argument("unknown argument " + a);
+    }
+  }
+  if (o.n < 1 || o.reps < 1 || o.warmup < 0) throw std::invalid_argument("--n and --reps must be >= 1, --warmup >= 0");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    if (!deviceUsable()) {
+      std::printf("apply_q_bench: no usable CUDA device\n");
+      return 77;
+    }
+    const cudaDeviceProp p = currentDeviceProperties();
+    std::printf("apply_q_bench: %s, date (UTC) %s, commit %s; end to end from host matrices, median of %d after %d\n",
+                p.name, utcDate().c_str(), TCQR_BENCH_COMMIT, o.reps, o.warmup);
+    if (o.runFloat) run<float>(o);
+    if (o.runDouble) run<double>(o);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "apply_q_bench: %s\n", e.what());
+    return 1;
+  }
+}
