@@ -5,7 +5,8 @@
 // Eigen::Random). Timed, std::chrono, median of --reps after --warmup:
 //   left:   X = qr.householderQ().transpose() * B      (Q^T B)
 //   right:  X = B * qr.householderQ()                  (B Q)
-// ours through the public API (host in, host out: the copy of B to the device and of X back are inside the timing);
+// ours through the public API (host in, host out: the copy of B to the device and of X back are inside the timing),
+// once as a product returning a new matrix and once in place (X.applyOnTheLeft / applyOnTheRight, no allocation);
 // the baseline, cusolverDn<S|D>ormqr on the device with our packed factor and tau (copied to the device once, outside
 // the timing; its workspace allocated once), also from and to the host: copy B in, ormqr, copy X out, all timed.
 // Error: ||X_ours - X_ormqr||_F / ||X_ormqr||_F (the same reflectors applied two ways; both in the storage precision).
@@ -100,6 +101,21 @@ void run(const Options& o) {
     const double err = double((X - Xref).norm() / Xref.norm());
     std::printf("applyq  %-6s %6d %6d %-5s | ours %9.2f ms | cusolverDn%cormqr %9.2f ms | %6.2fx | rel diff %.2e\n",
                 prec, n, n, onLeft ? "Q^T B" : "B Q", ours, sizeof(S) == 4 ? 'S' : 'D', base, base / ours, err);
+    // In place (B.applyOnTheLeft / applyOnTheRight): no result matrix is allocated, as ormqr's output above is not.
+    // The copy of B into the operand is untimed.
+    std::vector<double> inPlace;
+    for (int i = 0; i < o.warmup + o.reps; ++i) {
+      X = B;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (onLeft) X.applyOnTheLeft(qr.householderQ().transpose());
+      else X.applyOnTheRight(qr.householderQ());
+      const auto t1 = std::chrono::steady_clock::now();
+      if (i >= o.warmup) inPlace.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    const double ip = median(inPlace), errIp = double((X - Xref).norm() / Xref.norm());
+    std::printf("applyq  %-6s %6d %6d %-5s | ours %9.2f ms | cusolverDn%cormqr %9.2f ms | %6.2fx | rel diff %.2e"
+                " (in place)\n",
+                prec, n, n, onLeft ? "Q^T B" : "B Q", ip, sizeof(S) == 4 ? 'S' : 'D', base, base / ip, errIp);
     std::fflush(stdout);
   }
 }
