@@ -10,6 +10,9 @@
 // the baseline, cusolverDn<S|D>ormqr on the device with our packed factor and tau (copied to the device once, outside
 // the timing; its workspace allocated once), also from and to the host: copy B in, ormqr, copy X out, all timed.
 // Error: ||X_ours - X_ormqr||_F / ||X_ormqr||_F (the same reflectors applied two ways; both in the storage precision).
+// The transfers differ in kind: ormqr's copies go from and to the pageable Eigen matrices (the driver stages them),
+// ours through the object's pinned transfer buffer plus a host copy each way, which is what the public API does. At
+// least one warm-up run: the first product allocates that buffer and the device workspace.
 //
 //   apply_q_bench [--n N] [--precision float|double|both] [--reps R] [--warmup W]
 #include <chrono>
@@ -94,6 +97,9 @@ void run(const Options& o) {
       CHECK(cudaMemcpyAsync(Xref.data(), dC.get(), sizeof(S) * n * n, cudaMemcpyDeviceToHost, h.stream));
       CHECK(cudaStreamSynchronize(h.stream));
     });
+    int info = 0;
+    CHECK(cudaMemcpy(&info, dInfo.get(), sizeof(int), cudaMemcpyDeviceToHost));
+    if (info != 0) throw std::runtime_error("ormqr: info = " + std::to_string(info));
     const double ours = medianMs(o.warmup, o.reps, [&] {
       if (onLeft) X.noalias() = qr.householderQ().transpose() * B;
       else X.noalias() = B * qr.householderQ();
@@ -140,7 +146,7 @@ Options parse(int argc, char** argv) {
       throw std::invalid_argument("unknown argument " + a);
     }
   }
-  if (o.n < 1 || o.reps < 1 || o.warmup < 0) throw std::invalid_argument("--n and --reps must be >= 1, --warmup >= 0");
+  if (o.n < 1 || o.reps < 1 || o.warmup < 1) throw std::invalid_argument("--n, --reps and --warmup must be >= 1");
   return o;
 }
 

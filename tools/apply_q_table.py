@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""apply_q_table.py - markdown table of apply_q_bench output lines (stdin or a file), so that committed numbers are
+"""apply_q_table.py - markdown table of the apply_q_bench output lines in a log file, so that committed numbers are
 copied by a program, not by hand.
 
     python3 tools/apply_q_table.py LOG [--commit HASH] [--note TEXT]

@@ -131,7 +131,11 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
         m_qr->state().formQ(p, other.cols(), ld, m_trans, m_length);
       });
     } else {
-      applyInto(other, result, true);
+      // The operand is evaluated before apply() takes the transfer buffer: it may solve with this same decomposition
+      // (qr.householderQ().transpose() * (A * qr.solve(B))), and solve() uses that buffer too. Evaluating it straight
+      // into the buffer (b7c6821) read freed memory when solve() grew it (ASan, Host backend).
+      result = other;
+      applyThisOnTheLeft(result);
     }
     return result;
   }
@@ -149,26 +153,16 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
     apply(dst, false);
   }
 
-  /// dst = this * src (onLeft) or src * this, src evaluated straight into the transfer buffer: the products
-  /// (operator*) use it so that their result is written once, not first initialised with src. Internal.
-  template <typename Src, typename Dest>
-  void applyInto(const Src& src, Dest& dst, bool onLeft) const {
-    const Index r = src.rows(), c = src.cols();
-    if (r == 0 || c == 0) {
-      dst = src;
-      return;
-    }
-    Scalar* buf = m_qr->state().staging(r * c);
-    Map<Matrix<Scalar, Dynamic, Dynamic>> B(buf, r, c);
-    B = src;
-    m_qr->state().applyQ(buf, r, c, r, onLeft, m_trans, m_length);
-    dst = B;
-  }
-
  private:
   template <typename Dest>
   void apply(Dest& dst, bool onLeft) const {
-    applyInto(dst, dst, onLeft);  // src is read into the buffer before dst is written
+    const Index r = dst.rows(), c = dst.cols();
+    if (r == 0 || c == 0) return;
+    Scalar* buf = m_qr->state().staging(r * c);
+    Map<Matrix<Scalar, Dynamic, Dynamic>> B(buf, r, c);
+    B = dst;
+    m_qr->state().applyQ(buf, r, c, r, onLeft, m_trans, m_length);
+    dst = B;
   }
 
   const QRType* m_qr;
@@ -181,8 +175,8 @@ template <typename Derived, typename QRType>
 internal::tcqr_plain_t<typename Derived::Scalar, Derived::RowsAtCompileTime, QRType::RowsAtCompileTime> operator*(
     const MatrixBase<Derived>& lhs, const TensorCoreHouseholderQ<QRType>& q) {
   eigen_assert(lhs.cols() == q.rows() && "B * TensorCoreHouseholderQ: size mismatch");
-  internal::tcqr_plain_t<typename Derived::Scalar, Derived::RowsAtCompileTime, QRType::RowsAtCompileTime> result;
-  q.applyInto(lhs, result, false);
+  internal::tcqr_plain_t<typename Derived::Scalar, Derived::RowsAtCompileTime, QRType::RowsAtCompileTime> result = lhs;
+  q.applyThisOnTheRight(result);
   return result;
 }
 

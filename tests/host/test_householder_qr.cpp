@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
@@ -210,4 +211,33 @@ TEST_CASE_TEMPLATE("the recursive TRMM path: factor and Q * B with k > 512", T, 
   const Mat<T> ref = Eigen::HouseholderSequence<Mat<T>, Eigen::Matrix<T, Eigen::Dynamic, 1>>(
                          qr.matrixQR(), qr.hCoeffs()) * B;
   CHECK(tcqr_test::relativeDifference(ours, ref) < 50 * m * tcqr_test::epsOf<T>());
+}
+
+// A product with Q whose operand solves with the same decomposition: the operand has to be evaluated before the
+// product takes the object's transfer buffer, which solve() uses as well (a version that evaluated it straight into
+// that buffer read freed memory once solve() grew it; AddressSanitizer showed it, a plain build may not). Fresh
+// objects, so that solve() is the first to need the larger buffer.
+TEST_CASE_TEMPLATE("Q products whose operand solves with the same decomposition", T, float, double) {
+  TCQR_RANDOM_SEED();
+  using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+  for (auto mn : {std::pair<Eigen::Index, Eigen::Index>{200, 50}, std::pair<Eigen::Index, Eigen::Index>{60, 150}}) {
+    const Eigen::Index m = mn.first, n = mn.second;
+    INFO(m << " x " << n);
+    const Mat<T> A = tcqr_test::uniformMatrix<T>(m, n), B = tcqr_test::uniformMatrix<T>(m, 40);
+    Eigen::TensorCoreHouseholderQR<Mat<T>> ref;
+    ref.setBackend(Backend::Host).compute(A);
+    const Eigen::HouseholderSequence<Mat<T>, Vec> seq(ref.matrixQR(), ref.hCoeffs());
+    const Mat<T> operand = (A * ref.solve(B)).col(0);
+    const Mat<T> expect = seq.transpose() * operand;
+
+    Eigen::TensorCoreHouseholderQR<Mat<T>> qr;
+    qr.setBackend(Backend::Host).compute(A);
+    const Mat<T> left = qr.householderQ().transpose() * (A * qr.solve(B)).col(0);
+    CHECK(tcqr_test::relativeDifference(left, expect) < 50 * m * tcqr_test::epsOf<T>());
+
+    Eigen::TensorCoreHouseholderQR<Mat<T>> qr2;
+    qr2.setBackend(Backend::Host).compute(A);
+    const Mat<T> right = (A * qr2.solve(B)).col(0).transpose() * qr2.householderQ();
+    CHECK(tcqr_test::relativeDifference(right, Mat<T>(operand.transpose() * seq)) < 50 * m * tcqr_test::epsOf<T>());
+  }
 }
