@@ -7,6 +7,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <Eigen/Dense>
 
 #include "../../src/HostOps.hpp"
@@ -65,7 +67,9 @@ void checkUpper(bool right, Op op, Eigen::Index k, Eigen::Index c, T beta) {
   const Mat<T> opU = op == Op::N ? U : Mat<T>(U.transpose());
   Mat<T> Z = right ? tcqr_test::uniformMatrix<T>(c, k) : tcqr_test::uniformMatrix<T>(k, c);
   Mat<T> C = right ? tcqr_test::uniformMatrix<T>(c, k) : tcqr_test::uniformMatrix<T>(k, c);
-  const Mat<T> ref = beta * C + (right ? Mat<T>(Z * opU) : Mat<T>(opU * Z));
+  const Mat<T> product = right ? Mat<T>(Z * opU) : Mat<T>(opU * Z);
+  const Mat<T> ref = beta == T(0) ? product : Mat<T>(beta * C + product);
+  if (beta == T(0)) C.setConstant(std::numeric_limits<T>::quiet_NaN());  // beta = 0: C is output only (scratch)
   HostOps<T> ops;
   if (right) tcqr::detail::trmmUpperGemmRight(ops, op, view(Z), view(U), beta, view(C));
   else tcqr::detail::trmmUpperGemm(ops, op, view(U), view(Z), beta, view(C));
@@ -81,7 +85,7 @@ TEST_CASE_TEMPLATE("T's products: trmmUpperGemm and trmmUpperGemmRight match Eig
   TCQR_RANDOM_SEED();
   for (bool right : {false, true})
     for (Op op : {Op::N, Op::T})
-      for (T beta : {T(0), T(1)}) {
+      for (T beta : {T(0), T(1), T(-0.5)}) {
         checkUpper<T>(right, op, 1100, 37, beta);  // several levels of the recursion (cutoff 256), k not a multiple of 16
         checkUpper<T>(right, op, 200, 5, beta);    // one block: a single full product
       }
