@@ -15,7 +15,6 @@
 // least one warm-up run: the first product allocates that buffer and the device workspace.
 //
 //   apply_q_bench [--n N] [--precision float|double|both] [--reps R] [--warmup W]
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -38,18 +37,6 @@ struct Options {
   bool runFloat = true, runDouble = true;
   int reps = 5, warmup = 1;
 };
-
-template <class F>
-double medianMs(int warmup, int reps, F&& f) {
-  std::vector<double> ms;
-  for (int i = 0; i < warmup + reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const auto t1 = std::chrono::steady_clock::now();
-    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-  }
-  return median(ms);
-}
 
 cusolverStatus_t ormqrBufferSize(cusolverDnHandle_t h, cublasSideMode_t side, cublasOperation_t op, int m, int n,
                                  int k, const float* A, int lda, const float* tau, const float* C, int ldc, int* lw) {
@@ -91,7 +78,7 @@ void run(const Options& o) {
     int lwork = 0;
     CHECK(ormqrBufferSize(h.solver, side, op, n, n, n, dA.get(), n, dTau.get(), dC.get(), n, &lwork));
     DevBuf<S> work(lwork);
-    const double base = medianMs(o.warmup, o.reps, [&] {
+    const double base = timeHostMs(o.warmup, o.reps, [&] {
       CHECK(cudaMemcpyAsync(dC.get(), B.data(), sizeof(S) * n * n, cudaMemcpyHostToDevice, h.stream));
       CHECK(ormqr(h.solver, side, op, n, n, n, dA.get(), n, dTau.get(), dC.get(), n, work.get(), lwork, dInfo.get()));
       CHECK(cudaMemcpyAsync(Xref.data(), dC.get(), sizeof(S) * n * n, cudaMemcpyDeviceToHost, h.stream));
@@ -100,28 +87,26 @@ void run(const Options& o) {
     int info = 0;
     CHECK(cudaMemcpy(&info, dInfo.get(), sizeof(int), cudaMemcpyDeviceToHost));
     if (info != 0) throw std::runtime_error("ormqr: info = " + std::to_string(info));
-    const double ours = medianMs(o.warmup, o.reps, [&] {
+    const double ours = timeHostMs(o.warmup, o.reps, [&] {
       if (onLeft) X.noalias() = qr.householderQ().transpose() * B;
       else X.noalias() = B * qr.householderQ();
     });
-    const double err = double((X - Xref).norm() / Xref.norm());
-    std::printf("applyq  %-6s %6d %6d %-5s | ours %9.2f ms | cusolverDn%cormqr %9.2f ms | %6.2fx | rel diff %.2e\n",
-                prec, n, n, onLeft ? "Q^T B" : "B Q", ours, sizeof(S) == 4 ? 'S' : 'D', base, base / ours, err);
+    auto row = [&](double ms, const char* form) {
+      const double err = double((X - Xref).norm() / Xref.norm());
+      std::printf("applyq  %-6s %6d %6d %-5s | ours %9.2f ms | cusolverDn%cormqr %9.2f ms | %6.2fx | rel diff %.2e%s\n",
+                  prec, n, n, onLeft ? "Q^T B" : "B Q", ms, sizeof(S) == 4 ? 'S' : 'D', base, base / ms, err, form);
+    };
+    row(ours, "");
     // In place (B.applyOnTheLeft / applyOnTheRight): no result matrix is allocated, as ormqr's output above is not.
     // The copy of B into the operand is untimed.
-    std::vector<double> inPlace;
-    for (int i = 0; i < o.warmup + o.reps; ++i) {
-      X = B;
-      const auto t0 = std::chrono::steady_clock::now();
-      if (onLeft) X.applyOnTheLeft(qr.householderQ().transpose());
-      else X.applyOnTheRight(qr.householderQ());
-      const auto t1 = std::chrono::steady_clock::now();
-      if (i >= o.warmup) inPlace.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    }
-    const double ip = median(inPlace), errIp = double((X - Xref).norm() / Xref.norm());
-    std::printf("applyq  %-6s %6d %6d %-5s | ours %9.2f ms | cusolverDn%cormqr %9.2f ms | %6.2fx | rel diff %.2e"
-                " (in place)\n",
-                prec, n, n, onLeft ? "Q^T B" : "B Q", ip, sizeof(S) == 4 ? 'S' : 'D', base, base / ip, errIp);
+    const double inPlace = timeHostMs(
+        o.warmup, o.reps,
+        [&] {
+          if (onLeft) X.applyOnTheLeft(qr.householderQ().transpose());
+          else X.applyOnTheRight(qr.householderQ());
+        },
+        [&] { X = B; });
+    row(inPlace, " (in place)");
     std::fflush(stdout);
   }
 }

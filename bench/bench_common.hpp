@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -292,6 +293,25 @@ std::vector<double> timeOnStream(Handles& h, int warmup, int reps, Prep&& prep, 
     ms.push_back(double(t));
   }
   return ms;
+}
+
+/// Median wall-clock time (std::chrono, milliseconds) of `reps` runs of `run` after `warmup` untimed ones; `prep`
+/// runs untimed before each (e.g. restoring an operand that `run` overwrites). For host-in, host-out measurements.
+template <class Run, class Prep>
+double timeHostMs(int warmup, int reps, Run&& run, Prep&& prep) {
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + reps; ++i) {
+    prep();
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return median(ms);
+}
+template <class Run>
+double timeHostMs(int warmup, int reps, Run&& run) {
+  return timeHostMs(warmup, reps, run, [] {});
 }
 
 // ---------------------------------------------------------------------------------------------------------------

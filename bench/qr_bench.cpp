@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -594,20 +593,6 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
 // ---------------------------------------------------------------------------------------------------------------
 // End-to-end row (host matrix in, host results out).
 
-using Clock = std::chrono::steady_clock;
-
-template <class F>
-double timeHost(int warmup, int reps, F&& f) {
-  for (int i = 0; i < warmup; ++i) f();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  return median(ms);
-}
-
 /// Errors in double on the host: thin Q from Eigen's HouseholderSequence over the (widened) packed factor.
 ErrPair hostErrors(const Eigen::MatrixXf& A, const Eigen::MatrixXf& packed, const Eigen::VectorXf& tau) {
   const Eigen::Index m = A.rows(), n = A.cols(), k = std::min(m, n);
@@ -652,7 +637,7 @@ Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) 
     qr.setBackend(tcqr::Backend::Cuda).setPrecision(mode);
     if (o.blockSize > 0) qr.setBlockSize(o.blockSize);
     qr.setPanel(o.panel);
-    r.oursMs = timeHost(o.e2eWarmup, o.e2eReps, [&] {
+    r.oursMs = timeHostMs(o.e2eWarmup, o.e2eReps, [&] {
       qr.compute(A);
       qr.matrixQR();  // packed factor, device -> host (waits for the factorization)
       qr.hCoeffs();   // tau, device -> host
@@ -675,7 +660,7 @@ Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) 
     base.measured = true;
     try {
       Eigen::HouseholderQR<Eigen::MatrixXf> qr(m, n);
-      base.ms = timeHost(o.e2eWarmup, o.e2eReps, [&] { qr.compute(A); });
+      base.ms = timeHostMs(o.e2eWarmup, o.e2eReps, [&] { qr.compute(A); });
       base.tf = tflops(m, n, base.ms);
       if (o.errors) {
         const ErrPair e = hostErrors(A, qr.matrixQR(), qr.hCoeffs());
