@@ -493,51 +493,29 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
   }
 }
 
-/// Four consecutive entries of a 16-byte aligned shared row, with 16-byte loads (one instruction for float).
-template <typename S>
-__device__ __forceinline__ void load4(const S* p, S (&v)[4]);
-template <>
-__device__ __forceinline__ void load4<float>(const float* p, float (&v)[4]) {
-  const float4 a = *reinterpret_cast<const float4*>(p);
-  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
-}
-template <>
-__device__ __forceinline__ void load4<double>(const double* p, double (&v)[4]) {
-  const double2 a = reinterpret_cast<const double2*>(p)[0], b = reinterpret_cast<const double2*>(p)[1];
-  v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
-}
-
-/// Blocks per SM of the fused kernel (8-warp shape only: with 1024 threads the 32-entry row of Y cannot stay in
-/// registers): 3 for float, so that the row fits in 85 registers without spilling, 2 for double.
-template <typename S>
-constexpr int kFusedBlocksPerSM = sizeof(S) == 4 ? 3 : 2;
-
-// Level 0 of the explicit Q fused with ReconstructWY's row pass: each tile's rows of Q are formed in registers,
-// transposed through shared memory (V's buffer, free once the reflectors are applied), and one thread per row writes
-// the packed factor (Y below the diagonal, S R on and above it in tile 0) and W. This saves writing Q and reading it
-// back (2 m n values). LU, s and T must hold the signed LU of Q's top n x n block and T = U S L^{-T}
-// (tsqrTileApplyQKernel with out = LU, then signedLUKernel). X and A may alias (no __restrict__): a block reads its
-// own tile before the barrier and writes only its own rows after it.
-//
-// Per row i >= n: Y(i,:) = -Q(i,:) U^{-1} by forward substitution, then W(i,:) = Y(i,:) T (W = Y T as in the geqrf
-// panel); rows i < n (tile 0): Y(i,:) is row i of the unit lower L. The row of Y lives in registers and the
-// substitution runs four columns at a time, so U and T are read with one 16-byte shared load per four products
-// (a version reading them entry by entry was bound by shared-load instructions: 9.1 ms against 8.7 ms unfused for
-// 8388608 x 32 float on the H100).
+// Level 0 of the explicit Q fused with ReconstructWY's row pass. With Q S = I - Y T Y1^T, the rows below n are
+// Y2 = -Q2 U^{-1}, and a tile's rows of Q are H_0 ... H_{n-1} [C_t; 0], so its rows of Y are -H_0 ... H_{n-1}
+// [C_t U^{-1}; 0]: the n x n block C_t is multiplied by U^{-1} (from tsqrTopRowsLUKernel) before the reflectors are
+// applied, instead of a triangular solve on each of the tile's rows of Q after them (until 2026-11-27: one thread
+// per row, after a transpose of Q through shared memory, about a third of the kernel's multiply-adds; a solve on C_t
+// by one warp, tried first, left the other warps waiting on its chain of divisions). Then the tile's reflectors run
+// on [D_t; 0] in registers as in tsqrTileApplyQKernel, and the rows go out negated as columns; tile 0's rows i < n
+// receive the packed factor instead (L below the diagonal, s_i R(i,:) on and above it), and tile 0 writes
+// tau_i = U_ii s_i. Q itself is never stored (a write and a read of m n values saved). LU and s hold the signed LU of
+// Q's top n x n block. X and A may alias (no __restrict__): a block reads its own tile before the barrier and writes
+// only its own rows after it.
 template <typename S, int kTileWarps>
-__global__ void __launch_bounds__(32 * kTileWarps, kFusedBlocksPerSM<S>)
+__global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWarps>))
     tsqrTileApplyQReconstructKernel(const S* X, Index ldx, Index m, int n, Index tiles,
                                     const S* __restrict__ tauTiles, const S* __restrict__ C, Index ldc,
-                                    const S* __restrict__ LU, Index ldlu, const S* __restrict__ s,
-                                    const S* __restrict__ T, Index ldt, const S* __restrict__ R, Index ldr, S* A,
-                                    Index lda, S* __restrict__ W, Index ldw, S* __restrict__ tau) {
+                                    const S* __restrict__ LU, Index ldlu, const S* __restrict__ Uinv, Index ldui,
+                                    const S* __restrict__ s, const S* __restrict__ R, Index ldr, S* A, Index lda,
+                                    S* __restrict__ tau) {
   extern __shared__ __align__(16) unsigned char smem[];
-  S* V = reinterpret_cast<S*>(smem);
+  S* V = reinterpret_cast<S*>(smem);  // the tile's reflectors, unit diagonal explicit
   __shared__ S sTau[NC];
-  __shared__ __align__(16) S sL[NC][NC];  // sL[i][k] = L1(i, k): unit lower, zero above the diagonal
-  __shared__ __align__(16) S sU[NC][NC];  // sU[k][j] = U(k, j): upper (identity beyond n)
-  __shared__ __align__(16) S sT[NC][NC];  // sT[k][j] = T(k, j): upper (zero beyond n)
-  __shared__ S sS[NC];
+  __shared__ S sUi[NC][NC];     // sUi[k][j] = U^{-1}(k, j), zero beyond n
+  __shared__ S sC[NC][NC + 1];  // C_t (row, column), zero beyond n
   const Index t = blockIdx.x;
   const Index r0 = tsqrTileBegin(m, tiles, t);
   const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
@@ -546,87 +524,61 @@ __global__ void __launch_bounds__(32 * kTileWarps, kFusedBlocksPerSM<S>)
 
   for (int idx = threadIdx.x; idx < NC * NC; idx += blockDim.x) {
     const int r = idx / NC, c = idx % NC;
-    const bool in = r < n && c < n;
-    sL[r][c] = (r == c) ? S(1) : ((in && r > c) ? LU[r + c * ldlu] : S(0));
-    sU[r][c] = (in && r <= c) ? LU[r + c * ldlu] : ((r == c) ? S(1) : S(0));
-    sT[r][c] = (in && r <= c) ? T[r + c * ldt] : S(0);
+    sUi[r][c] = (r < n && c < n && r <= c) ? Uinv[r + c * ldui] : S(0);
   }
-  for (int j = threadIdx.x; j < NC; j += blockDim.x) sS[j] = (j < n) ? s[j] : S(1);
-
-  {
-    S x[kColsPerWarp][kSlots];
-    applyTileReflectors<S, kTileWarps>(X, ldx, r0, nr, n, t, tauTiles, C, ldc, V, sTau, x);
-    __syncthreads();  // every warp is done reading V
+  S x[kColsPerWarp][kSlots];
+  // All loads of the tile first, then the shared stores (see applyTileReflectors: A may alias X).
 #pragma unroll
-    for (int q = 0; q < kColsPerWarp; ++q) {
-      const int c = warp + kTileWarps * q;
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
 #pragma unroll
-      for (int k = 0; k < kSlots; ++k) V[c * TR + lane + 32 * k] = x[q][k];  // columns c >= n are never read
+    for (int k = 0; k < kSlots; ++k) {
+      const int r = lane + 32 * k;
+      x[q][k] = (c < n && r < nr) ? X[r0 + r + c * ldx] : S(0);
     }
+  }
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+    if (c < n) {
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) V[c * TR + lane + 32 * k] = k > 0 ? x[q][k] : reflectorEntry(lane, c, x[q][k]);
+      if (lane == 0) sTau[c] = tauTiles[t * n + c];
+    }
+    sC[lane][c] = (c < n && lane < n) ? C[t * n + lane + c * ldc] : S(0);
   }
   __syncthreads();
-  if (t == 0)
-    for (int j = threadIdx.x; j < n; j += blockDim.x) tau[j] = sU[j][j] * sS[j];
+  // Row `lane` of D_t = C_t U^{-1} for the warp's columns (sUi is zero below the diagonal; the unrolled sums over all
+  // of k run the warp's columns side by side).
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) x[q][k] = S(0);
+  }
+#pragma unroll
+  for (int k = 0; k < NC; ++k) {
+    const S ck = sC[lane][k];
+#pragma unroll
+    for (int q = 0; q < kColsPerWarp; ++q) x[q][0] += ck * sUi[k][warp + kTileWarps * q];
+  }
+  applySharedReflectors<S, kTileWarps, false>(V, sTau, n, x, warp, lane);
 
-  const int r = threadIdx.x;
-  if (r >= nr) return;
-  const Index i = r0 + r;
-  S y[NC];  // this row of Y; zero beyond n (U is the identity there and Q's row is zero)
-  S* a = A + i;  // walks along the row: one address register rather than one per column
-  if (i >= n) {
 #pragma unroll
-    for (int j0 = 0; j0 < NC; j0 += 4) {
-      S acc[4];
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+    if (c >= n) continue;
+    S* col = A + r0 + c * lda;
 #pragma unroll
-      for (int jj = 0; jj < 4; ++jj) acc[jj] = (j0 + jj < n) ? -V[(j0 + jj) * TR + r] : S(0);
-#pragma unroll
-      for (int k = 0; k < j0; ++k) {
-        S u[4];
-        load4(&sU[k][j0], u);
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) acc[jj] -= y[k] * u[jj];
-      }
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj) {
-#pragma unroll
-        for (int kk = 0; kk < jj; ++kk) acc[jj] -= y[j0 + kk] * sU[j0 + kk][j0 + jj];
-        y[j0 + jj] = acc[jj] / sU[j0 + jj][j0 + jj];
-        if (j0 + jj < n) {
-          *a = y[j0 + jj];
-          a += lda;
-        }
-      }
-    }
-  } else {
-    const int ii = static_cast<int>(i);
-#pragma unroll
-    for (int j = 0; j < NC; ++j) {
-      y[j] = sL[ii][j];
-      if (j < n) {
-        *a = (j < ii) ? y[j] : sS[ii] * R[ii + j * ldr];
-        a += lda;
-      }
+    for (int k = 0; k < kSlots; ++k) {
+      const int r = lane + 32 * k;
+      if (r >= nr) continue;
+      const Index i = r0 + r;  // i < n only in tile 0, slot 0
+      if (k > 0 || i >= Index(n)) col[r] = -x[q][k];
+      else col[r] = (c < r) ? LU[r + c * ldlu] : s[r] * R[r + c * ldr];
     }
   }
-  if (W == nullptr) return;  // the caller keeps T instead of W (tsqrPanelFromTree's Tout)
-  S* w = W + i;
-#pragma unroll
-  for (int j0 = 0; j0 < NC; j0 += 4) {
-    S acc[4] = {S(0), S(0), S(0), S(0)};
-#pragma unroll
-    for (int k = 0; k < j0 + 4; ++k) {  // T is upper triangular: rows k > j contribute zeros
-      S tk[4];
-      load4(&sT[k][j0], tk);
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj) acc[jj] += y[k] * tk[jj];
-    }
-#pragma unroll
-    for (int jj = 0; jj < 4; ++jj)
-      if (j0 + jj < n) {
-        *w = acc[jj];
-        w += ldw;
-      }
-  }
+  if (t == 0)
+    for (int j = threadIdx.x; j < n; j += blockDim.x) tau[j] = LU[j + j * ldlu] * s[j];
 }
 
 // One block. M = -Q1, then at step k the sign s_k = sign(M_kk) (1 for zero) makes the pivot s_k + M_kk >= 1 in
@@ -679,13 +631,13 @@ __global__ void signedLUKernel(S* LU, Index ld, int n, S* s, S* T, Index ldt) {
 /// lane, took 28 us more per call inside tsqrTopRowsLUKernel: its dynamic loops serialise on load latency.)
 template <typename S>
 __device__ __forceinline__ void signedLUWarp(const S* Q1, Index ldq, int n, S* LU, Index ld, S* s, S* T, Index ldt,
-                                             int lane) {
+                                             int lane, S (*uOut)[NC + 1] = nullptr) {
   __shared__ S sL[NC][NC + 1];  // sL[j][k] = L(j, k), k < j
   __shared__ S sS[NC];
   S row[NC];
 #pragma unroll
   for (int c = 0; c < NC; ++c) row[c] = (lane < n && c < n) ? -Q1[lane + c * ldq] : S(0);
-  S sign = S(1);
+  S sign = S(1), pivot = S(1);
 #pragma unroll
   for (int k = 0; k < NC; ++k) {
     if (k >= n) break;
@@ -702,6 +654,7 @@ __device__ __forceinline__ void signedLUWarp(const S* Q1, Index ldq, int n, S* L
     if (lane == k) {
       row[k] = piv;
       sign = sk;
+      pivot = piv;
     }
   }
   if (lane < n) {
@@ -710,24 +663,55 @@ __device__ __forceinline__ void signedLUWarp(const S* Q1, Index ldq, int n, S* L
       if (c < n) LU[lane + c * ld] = row[c];
     s[lane] = sign;
   }
-  if (!T) return;
+  if (uOut) {  // U (identity beyond n) with 1 / U_ii on the diagonal, for upperInverseWarp, which waits on barrier 1
+    const S rdiag = S(1) / pivot;  // (one division per lane, outside the unrolled loop)
 #pragma unroll
-  for (int k = 0; k < NC; ++k) sL[lane][k] = (k < lane) ? row[k] : S(0);
-  sS[lane] = sign;
-  __syncwarp();
-  // Row r = lane of T: T(r, j) = U(r, j) s_j - sum_{k < j} T(r, k) L(j, k), T(r, k) = 0 for k < r.
-  S t[NC];
+    for (int k = 0; k < NC; ++k)
+      uOut[lane][k] = (lane < n && k < n) ? ((k > lane) ? row[k] : ((k == lane) ? rdiag : S(0))) : S(lane == k);
+    __syncwarp();
+    barArrive(1, 64);
+  }
+  if (T) {
 #pragma unroll
-  for (int j = 0; j < NC; ++j) {
-    S acc = (j >= lane) ? row[j] * sS[j] : S(0);
+    for (int k = 0; k < NC; ++k) sL[lane][k] = (k < lane) ? row[k] : S(0);
+    sS[lane] = sign;
+    __syncwarp();
+    // Row r = lane of T: T(r, j) = U(r, j) s_j - sum_{k < j} T(r, k) L(j, k), T(r, k) = 0 for k < r.
+    S t[NC];
 #pragma unroll
-    for (int k = 0; k < j; ++k) acc -= t[k] * sL[j][k];
-    t[j] = (j >= lane) ? acc : S(0);
+    for (int j = 0; j < NC; ++j) {
+      S acc = (j >= lane) ? row[j] * sS[j] : S(0);
+#pragma unroll
+      for (int k = 0; k < j; ++k) acc -= t[k] * sL[j][k];
+      t[j] = (j >= lane) ? acc : S(0);
+    }
+    if (lane < n) {
+#pragma unroll
+      for (int j = 0; j < NC; ++j)
+        if (j < n) T[lane + j * ldt] = t[j];
+    }
+  }
+}
+
+/// U^{-1} (n x n, ldui; upper triangular, entries below the diagonal not written) by one warp from sU (32 x 32, U
+/// with 1 / U_ii on its diagonal, identity beyond n): lane j solves U x = e_j by back substitution (x_i = 0 for
+/// i > j, so the sums may run to NC). Each sum adds the newest x last and the reciprocals are formed up front, so the
+/// dependent chain is one multiply-add and one multiplication per row. It runs beside warp 0's T and is on every
+/// TSQR panel's critical path (docs/DESIGN.md, ReconstructWY).
+template <typename S>
+__device__ __forceinline__ void upperInverseWarp(const S (*sU)[NC + 1], int n, S* Uinv, Index ldui, int lane) {
+  S xi[NC];
+#pragma unroll
+  for (int i = NC - 1; i >= 0; --i) {
+    S acc = (i == lane) ? S(1) : S(0);
+#pragma unroll
+    for (int k = NC - 1; k > i; --k) acc -= sU[i][k] * xi[k];
+    xi[i] = (i <= lane) ? acc * sU[i][i] : S(0);
   }
   if (lane < n) {
 #pragma unroll
-    for (int j = 0; j < NC; ++j)
-      if (j < n) T[lane + j * ldt] = t[j];
+    for (int i = 0; i < NC; ++i)
+      if (i < n) Uinv[i + lane * ldui] = xi[i];
   }
 }
 
@@ -747,7 +731,7 @@ template <typename S>
 __global__ void __launch_bounds__(32 * kTopRowsWarps, 1)
     tsqrTopRowsLUKernel(const S* __restrict__ X, Index ldx, Index m, int n, Index tiles, const S* __restrict__ tau,
                         const S* __restrict__ C, Index ldc, S* __restrict__ LU, Index ldlu, S* __restrict__ s,
-                        S* __restrict__ T, Index ldt) {
+                        S* __restrict__ T, Index ldt, S* __restrict__ Uinv, Index ldui) {
   extern __shared__ __align__(16) unsigned char smem[];
   S* V = reinterpret_cast<S*>(smem);  // the reflectors, then Q1 (ld NC + 1)
   __shared__ S sTau[NC];
@@ -760,7 +744,13 @@ __global__ void __launch_bounds__(32 * kTopRowsWarps, 1)
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) V[lane + (warp + kTopRowsWarps * q) * (NC + 1)] = x[q][0];  // rows 0..31
   __syncthreads();
-  if (warp == 0) signedLUWarp<S>(V, NC + 1, n, LU, ldlu, s, T, ldt, lane);
+  // Warp 0 runs the LU and then T; warp 1 computes U^{-1} meanwhile, as soon as warp 0 has published U.
+  __shared__ S sU[NC][NC + 1];
+  if (warp == 0) signedLUWarp<S>(V, NC + 1, n, LU, ldlu, s, T, ldt, lane, sU);
+  else if (warp == 1) {
+    barSync(1, 64);
+    upperInverseWarp<S>(sU, n, Uinv, ldui, lane);
+  }
 }
 
 template <typename K>
@@ -836,27 +826,27 @@ void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const 
 
 template <typename S>
 void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tauTiles, const S* C,
-                                   Index ldc, const S* LU, Index ldlu, const S* s, const S* T, Index ldt, const S* R,
-                                   Index ldr, S* A, Index lda, S* W, Index ldw, S* tau, cudaStream_t stream) {
+                                   Index ldc, const S* LU, Index ldlu, const S* Uinv, Index ldui, const S* s,
+                                   const S* R, Index ldr, S* A, Index lda, S* tau, cudaStream_t stream) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrApplyQReconstructWY");
   const size_t bytes = sizeof(S) * TR * NC;
   const unsigned grid = static_cast<unsigned>(tiles);
   allowSharedMemory(tsqrTileApplyQReconstructKernel<S, 8>, bytes);
   tsqrTileApplyQReconstructKernel<S, 8><<<grid, 8 * 32, bytes, stream>>>(
-      X, ldx, m, static_cast<int>(n), tiles, tauTiles, C, ldc, LU, ldlu, s, T, ldt, R, ldr, A, lda, W, ldw, tau);
+      X, ldx, m, static_cast<int>(n), tiles, tauTiles, C, ldc, LU, ldlu, Uinv, ldui, s, R, ldr, A, lda, tau);
   TCQR_CHECK_LAUNCH("tsqrTileApplyQReconstructKernel");
 }
 
 template <typename S>
 void launchTsqrTopRowsLU(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
-                         S* LU, Index ldlu, S* s, S* T, Index ldt, cudaStream_t stream) {
+                         S* LU, Index ldlu, S* s, S* T, Index ldt, S* Uinv, Index ldui, cudaStream_t stream) {
   if (m <= 0 || n <= 0 || tiles <= 0) return;
   checkTileShape(m, n, tiles, "launchTsqrTopRowsLU");
   const size_t bytes = sizeof(S) * TR * NC;
   allowSharedMemory(tsqrTopRowsLUKernel<S>, bytes);
   tsqrTopRowsLUKernel<S><<<1, 32 * kTopRowsWarps, bytes, stream>>>(X, ldx, m, static_cast<int>(n), tiles, tau, C,
-                                                                   ldc, LU, ldlu, s, T, ldt);
+                                                                   ldc, LU, ldlu, s, T, ldt, Uinv, ldui);
   TCQR_CHECK_LAUNCH("tsqrTopRowsLUKernel");
 }
 
@@ -877,11 +867,11 @@ void launchSignedLU(S* LU, Index ld, Index n, S* s, cudaStream_t stream, S* T, I
                                     int*, bool, std::uint32_t*, std::uint32_t, bool);                              \
   template void launchTsqrTileApplyQ<S>(S*, Index, Index, Index, Index, const S*, const S*, Index, cudaStream_t);   \
   template void launchTsqrApplyQReconstructWY<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index,   \
-                                                 const S*, Index, const S*, const S*, Index, const S*, Index, S*,   \
-                                                 Index, S*, Index, S*, cudaStream_t);                               \
+                                                 const S*, Index, const S*, Index, const S*, const S*, Index, S*,   \
+                                                 Index, S*, cudaStream_t);                                          \
   template void launchSignedLU<S>(S*, Index, Index, S*, cudaStream_t, S*, Index);                                 \
   template void launchTsqrTopRowsLU<S>(const S*, Index, Index, Index, Index, const S*, const S*, Index, S*, Index, \
-                                       S*, S*, Index, cudaStream_t);
+                                       S*, S*, Index, S*, Index, cudaStream_t);
 TCQR_INSTANTIATE(float)
 TCQR_INSTANTIATE(double)
 #undef TCQR_INSTANTIATE

@@ -375,7 +375,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
       if (f == 0)
         ops.columnReflector(A, tau, scratch);
       else if (useTsqr(panel, m, n))
-        tsqrPanel(ops, A, tau, View<S>(), scratch, View<S>(), nullptr, T);  // ReconstructWY gives T; no W written
+        tsqrPanel(ops, A, tau, scratch, View<S>(), nullptr, T);  // ReconstructWY gives T
       else
         ops.geqrfPanel(A, tau);
       if (f == 0 || !useTsqr(panel, m, n)) formPanelT(ops, A, tau, T, scratch);

@@ -349,7 +349,7 @@ class CudaQRState final : public QRState<S> {
                    /*formTopQ=*/true);
       identity = m_lastRow.identityColumns(k, stream());
       if (!anySet(identity.data(), k)) {
-        tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), View<S>(), viewT());
+        tsqrPanelFromTree(ops, t, viewA(), m_tau.get(), viewT());
         finishFactor(ops);
         return;
       }

@@ -482,16 +482,16 @@ struct CudaOps {
     const auto t = traced("tsqr signed LU");
     kernels::launchSignedLU<S>(LU.p, LU.ld, LU.rows, s, stream, T.p, T.ld);
   }
-  void tsqrTopRowsLU(View<S> X, Index tiles, const S* tau, View<S> C, View<S> LU, S* s, View<S> T) {
+  void tsqrTopRowsLU(View<S> X, Index tiles, const S* tau, View<S> C, View<S> LU, S* s, View<S> T, View<S> Uinv) {
     const auto t = traced("tsqr top rows of Q + signed LU");
     kernels::launchTsqrTopRowsLU<S>(X.p, X.ld, X.rows, X.cols, tiles, tau, C.p, C.ld, LU.p, LU.ld, s, T.p, T.ld,
-                                    stream);
+                                    Uinv.p, Uinv.ld, stream);
   }
-  void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, const S* s,
-                               View<S> T, View<S> R, View<S> A, View<S> W, S* tau) {
+  void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, View<S> Uinv,
+                               const S* s, View<S> R, View<S> A, S* tau) {
     const auto t = traced("tsqr level-0 Q + ReconstructWY");
-    kernels::launchTsqrApplyQReconstructWY<S>(X.p, X.ld, X.rows, X.cols, tiles, tauTiles, C.p, C.ld, LU.p, LU.ld, s,
-                                              T.p, T.ld, R.p, R.ld, A.p, A.ld, W.p, W.ld, tau, stream);
+    kernels::launchTsqrApplyQReconstructWY<S>(X.p, X.ld, X.rows, X.cols, tiles, tauTiles, C.p, C.ld, LU.p, LU.ld,
+                                              Uinv.p, Uinv.ld, s, R.p, R.ld, A.p, A.ld, tau, stream);
   }
 };
 

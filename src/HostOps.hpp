@@ -324,32 +324,31 @@ struct HostOps {
     a.template triangularView<Eigen::UnitLower>().transpose().template solveInPlace<Eigen::OnTheRight>(t);
     t.template triangularView<Eigen::StrictlyLower>().setZero();
   }
-  void tsqrTopRowsLU(View<S> X, Index tiles, const S* tau, View<S> C, View<S> LU, S* s, View<S> T) {
+  void tsqrTopRowsLU(View<S> X, Index tiles, const S* tau, View<S> C, View<S> LU, S* s, View<S> T, View<S> Uinv) {
     const Index n = X.cols, nr = tileBegin(X.rows, tiles, 1);
     Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> tile = map(X.topRows(nr));
     View<S> tv(tile.data(), nr, n, nr);
     tsqrTileApplyQ(tv, 1, tau, C);
     map(LU) = tile.topRows(n);
     signedLU(LU, s, T);
+    auto ui = map(Uinv);
+    ui.setIdentity();
+    map(LU).template triangularView<Eigen::Upper>().solveInPlace(ui);
   }
-  // Level 0's Q, then Y = -Q2 U^{-1} (rows >= n), L and S R (rows < n), W = Y T (unless W.p is null): what the fused
-  // CUDA kernel computes.
-  void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, const S* s,
-                               View<S> T, View<S> R, View<S> A, View<S> W, S* tau) {
+  // Level 0's Y = -Q2 U^{-1} (rows >= n), L and S R (rows < n), and tau: what the fused CUDA kernel computes.
+  void tsqrApplyQReconstructWY(View<S> X, Index tiles, const S* tauTiles, View<S> C, View<S> LU, View<S> Uinv,
+                               const S* s, View<S> R, View<S> A, S* tau) {
     const Index m = X.rows, n = X.cols;
-    tsqrTileApplyQ(X, tiles, tauTiles, C);  // X now holds Q (X and A are the same storage in the recursion)
     auto lu = map(LU);
+    // Y2 = -Q2 U^{-1}, with Q's tiles H_t [C_t; 0]: C (tiles n x n) is multiplied by U^{-1} before the reflectors, as
+    // on the GPU, and X then holds Q U^{-1} (X and A are the same storage in the recursion).
+    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> d =
+        map(C) * map(Uinv).template triangularView<Eigen::Upper>();
+    tsqrTileApplyQ(X, tiles, tauTiles, View<S>(d.data(), d.rows(), d.cols(), d.rows()));
     auto a = map(A);
-    if (m > n) {
-      auto y2 = a.bottomRows(m - n);
-      y2 = -map(X).bottomRows(m - n);
-      lu.template triangularView<Eigen::Upper>().template solveInPlace<Eigen::OnTheRight>(y2);
-    }
+    if (m > n) a.bottomRows(m - n) = -map(X).bottomRows(m - n);
     for (Index j = 0; j < n; ++j)
       for (Index i = 0; i < n; ++i) a(i, j) = (i > j) ? lu(i, j) : s[i] * map(R)(i, j);
-    Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> y = a;
-    y.topRows(n) = lu.template triangularView<Eigen::UnitLower>();
-    if (W.p) map(W) = y * map(T).template triangularView<Eigen::Upper>();  // null: the caller keeps T instead
     for (Index j = 0; j < n; ++j) tau[j] = lu(j, j) * s[j];
   }
 

@@ -111,7 +111,7 @@ void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb
   }
 
   if (path == TallSkinnyPath::Panel && !anySet(identity, n)) {
-    tsqrPanel(ops, v.A, v.tau, View<S>(), v.scratch, src, notFinite, v.T);
+    tsqrPanel(ops, v.A, v.tau, v.scratch, src, notFinite, v.T);
   } else {
     if (src.p != nullptr) ops.copy(src, v.A);  // (the Panel path: src was scanned with the identity columns)
     // The thin Q and the WY form need T merged over all n columns (one block). For R alone T can stay a product of

@@ -1,16 +1,16 @@
 // Tsqr.hpp - the TSQR panel, generic over a backend (TPDS'25 §III.C and §V.A, PPoPP'23 §5.1-5.2):
 //   1. tree: factor the row tiles of A independently, stack their R's, repeat until one tile remains;
 //   2. explicit thin Q, top-down: each level's tiles apply their reflectors to their block of the level above;
-//   3. ReconstructWY (Ballard et al.): signed LU of the top n x n block of Q, then one pass over the rows giving the
-//      Householder vectors Y, T (and optionally W = Y T) and tau, and R with LAPACK's signs - what the recursion
-//      consumes.
+//   3. ReconstructWY (Ballard et al.): signed LU of the top n x n block of Q (giving T as well), then one pass over
+//      the rows giving the Householder vectors Y and tau, and R with LAPACK's signs - what the recursion consumes.
 // The stages are separate functions so that the standalone tall-skinny QR (TallSkinny.hpp) can stop after the tree
 // (R only) or after the explicit Q (thin Q); tsqrPanel chains all three for the recursion.
 // Ops must additionally provide:
 //   tsqrTileQR(X, tiles, tau, Rstack), tsqrTileQRFrom(src, X, tiles, tau, Rstack, notFinite, storeAll),
 //   tsqrTileQRFormQ(X, tau, R) (one tile: tsqrTileQR, then X <- its explicit Q), tsqrTileApplyQ(X, tiles, tau, C),
-//   tsqrTopRowsLU(X, tiles, tau, C, LU, s, T) (the top n x n block of tile 0's Q, then signedLU on it),
-//   signedLU(LU, s, T), tsqrApplyQReconstructWY(X, tiles, tau, C, LU, s, T, R, A, W, tauOut), setIdentity(A)
+//   tsqrTopRowsLU(X, tiles, tau, C, LU, s, T, Uinv) (the top n x n block of tile 0's Q, then signedLU on it, and
+//   U^{-1}), signedLU(LU, s, T), tsqrApplyQReconstructWY(X, tiles, tau, C, LU, Uinv, s, R, A, tauOut),
+//   setIdentity(A)
 #pragma once
 
 #include <algorithm>
@@ -68,8 +68,9 @@ inline Index tsqrTreeScratchSize(Index m, Index n) {
   return total + n * n;
 }
 
-/// Scratch (in scalars) used by tsqrPanel for an m x n panel: the tree, then an identity, the LU block, T and the signs.
-inline Index tsqrScratchSize(Index m, Index n) { return tsqrTreeScratchSize(m, n) + 3 * n * n + n; }
+/// Scratch (in scalars) used by tsqrPanel for an m x n panel: the tree, then an identity, the LU block, T, U^{-1} and
+/// the signs.
+inline Index tsqrScratchSize(Index m, Index n) { return tsqrTreeScratchSize(m, n) + 4 * n * n + n; }
 
 /// True when the TSQR panel factors an m x n panel: at most kTsqrMaxCols columns (the tile kernel's width) and
 /// strictly tall. For m == n Householder QR's last step has an empty tail and is the identity (tau = 0, as in
@@ -176,23 +177,22 @@ void tsqrTopBlockQ(Ops& ops, const TsqrTree<S>& t, View<S> C, S* tiles, View<S> 
 
 /// QR of the panel A (m x n, m >= n, n <= kTsqrMaxCols) by TSQR + ReconstructWY. On exit A and tau are what
 /// geqrfPanel produces: the packed factor in Eigen/LAPACK layout and the coefficients. With Tout (n x n, non-null) T is
-/// copied there (H_0 ... H_{n-1} = I - Y T Y^T, T upper triangular with zeros below the diagonal: what the recursion
-/// keeps); with W (m x n, non-null) W = Y T is written in the same pass (the tests check the kernel's W; the library
-/// passes none). With `src`, A's contents on entry are ignored: the matrix is read from src (see tsqrTree).
+/// written there (H_0 ... H_{n-1} = I - Y T Y^T, T upper triangular with zeros below the diagonal: what the recursion
+/// keeps). With `src`, A's contents on entry are ignored: the matrix is read from src (see tsqrTree).
 template <class Ops, typename S>
-void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W, View<S> Tout = View<S>());
+void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> Tout = View<S>());
 
 template <class Ops, typename S>
-void tsqrPanel(Ops& ops, View<S> A, S* tau, View<S> W, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr,
+void tsqrPanel(Ops& ops, View<S> A, S* tau, S* scratch, View<S> src = View<S>(), int* notFinite = nullptr,
                View<S> Tout = View<S>()) {
   const TsqrTree<S> t = tsqrTree(ops, A, scratch, src, notFinite, true, nullptr, /*formTopQ=*/true);  // 1. the tree
-  tsqrPanelFromTree(ops, t, A, tau, W, Tout);
+  tsqrPanelFromTree(ops, t, A, tau, Tout);
 }
 
 /// Stages 2 and 3 of tsqrPanel, after its tree `t` of the panel A (a caller may inspect the tree's level-0 scan before
 /// deciding to go on; the scratch after t.end is used).
 template <class Ops, typename S>
-void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> W, View<S> Tout) {
+void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S> Tout) {
   const Index n = A.cols;
   S* p = t.end;
 
@@ -211,13 +211,13 @@ void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S
   }
 
   // 3. ReconstructWY. The signed LU needs the top n x n block of Q first; then level 0's Q is formed tile by tile and
-  // turned into Y, W and tau in the same pass, never stored (A, which holds level 0's reflectors, receives Y).
+  // turned into Y and tau in the same pass, never stored (A, which holds level 0's reflectors, receives Y).
   // T goes straight to Tout where there is one (the signed LU writes all of it, zeros below the diagonal included).
-  View<S> LU(p, n, n, n), T = Tout.p ? Tout : View<S>(p + n * n, n, n, n);
-  p += 2 * n * n;
+  View<S> LU(p, n, n, n), T = Tout.p ? Tout : View<S>(p + n * n, n, n, n), Uinv(p + 2 * n * n, n, n, n);
+  p += 3 * n * n;
   S* s = p;
-  ops.tsqrTopRowsLU(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T);
-  ops.tsqrApplyQReconstructWY(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T, t.R, A, W, tau);
+  ops.tsqrTopRowsLU(t.X[0], t.tiles[0], t.tau[0], C, LU, s, T, Uinv);
+  ops.tsqrApplyQReconstructWY(t.X[0], t.tiles[0], t.tau[0], C, LU, Uinv, s, t.R, A, tau);
 }
 
 }  // namespace detail

@@ -95,21 +95,22 @@ void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const 
 
 /// ReconstructWY's first step (Ballard et al.) for the level-0 tiles X of a TSQR tree: Q1, the top n x n block of
 /// tile 0's H_0 ... H_{n-1} [C_0; 0] (the top rows of the tree's explicit Q, C as for launchTsqrTileApplyQ), then its
-/// signed LU as launchSignedLU computes it: LU (n x n, ldlu) receives L and U, s the signs, T = U S L^{-T}. One
-/// launch; X is not modified.
+/// signed LU as launchSignedLU computes it: LU (n x n, ldlu) receives L and U, s the signs, T = U S L^{-T}, and
+/// Uinv (n x n, ldui) U^{-1} (upper triangular; entries below the diagonal are not written). One launch; X is not
+/// modified.
 template <typename S>
 void launchTsqrTopRowsLU(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
-                         S* LU, Index ldlu, S* s, S* T, Index ldt, cudaStream_t stream);
+                         S* LU, Index ldlu, S* s, S* T, Index ldt, S* Uinv, Index ldui, cudaStream_t stream);
 
 /// launchTsqrTileApplyQ for the last level (level 0) fused with ReconstructWY's pass over the rows (Ballard et al.):
-/// the explicit Q is formed tile by tile in registers and never stored. With Q S_n = I - Y T Y1^T: rows i >= n get
-/// Y(i,:) = -Q(i,:) U^{-1}, rows i < n the packed factor (L below the diagonal, s_i R(i,:) on and above it), every row
-/// W(i,:) = Y(i,:) T, and tau_i = U_ii s_i. A may alias X (each block reads its tile before writing the same rows).
-/// LU, s and T come from launchTsqrTopRowsLU.
+/// the explicit Q is never stored. With Q S_n = I - Y T Y1^T: rows i >= n get Y(i,:) = -Q(i,:) U^{-1}, computed per
+/// tile as -H_0 ... H_{n-1} [C_t U^{-1}; 0]; rows i < n the packed factor (L below the diagonal, s_i R(i,:) on and
+/// above it), and tau_i = U_ii s_i. A may alias X (each block reads its tile before writing the same rows). LU, Uinv
+/// and s come from launchTsqrTopRowsLU.
 template <typename S>
 void launchTsqrApplyQReconstructWY(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tauTiles, const S* C,
-                                   Index ldc, const S* LU, Index ldlu, const S* s, const S* T, Index ldt, const S* R,
-                                   Index ldr, S* A, Index lda, S* W, Index ldw, S* tau, cudaStream_t stream);
+                                   Index ldc, const S* LU, Index ldlu, const S* Uinv, Index ldui, const S* s,
+                                   const S* R, Index ldr, S* A, Index lda, S* tau, cudaStream_t stream);
 
 /// ReconstructWY, step 1 (Ballard et al.): LU without pivoting of S - Q1 for the n x n top block Q1 of an explicit
 /// Q, choosing s_i = -sign(pivot) on the fly so that every pivot has magnitude >= 1. In place: LU holds Q1 on entry,
