@@ -1,6 +1,7 @@
 // tsqr_kernels.cu - the TSQR panel (TPDS'25 §V.A; PPoPP'23 §5.1-5.2): a Householder QR of one tile per thread block
 // with the column distribution of Fig. 4 (right): warp w owns columns w, w+8, ..., so every reduction is one warp's
-// shuffle, and ReconstructWY (Ballard et al.) as a signed LU plus one pass over the rows of the explicit Q.
+// shuffle, and ReconstructWY (Ballard et al.) as a signed LU plus one pass over the rows (level 0's Q is never
+// stored: each tile forms its rows of Y directly).
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -444,9 +445,10 @@ __device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index
                                                     S (&x)[NC / kTileWarps][kSlots]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   constexpr int kColsPerWarp = NC / kTileWarps;
-  // All loads of the tile first, then the shared stores: X may alias any memory (the fused kernel writes A, which
-  // may be X), so the compiler keeps each load before the store that follows it in program order; loaded and stored
-  // in one loop, the loads went out one at a time (ncu: most stall samples of the fused kernel sat on those stores).
+  // All loads of the tile first, then the shared stores: X may alias any memory (the fused level-0 kernel, which has
+  // its own copy of this loop, writes A, which may be X), so the compiler keeps each load before the store that
+  // follows it in program order; loaded and stored in one loop, the loads went out one at a time (ncu: most stall
+  // samples of the fused kernel sat on those stores).
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
@@ -629,6 +631,9 @@ __global__ void signedLUKernel(S* LU, Index ld, int n, S* s, S* T, Index ldt) {
 /// T = U S L^{-T}. The 256-thread signedLUKernel pays a block barrier per step and re-reads global memory: 38 us per
 /// call on the H100 (TCQR_TRACE, 2026-11-26), on every TSQR panel. (Keeping M in shared memory instead, one row per
 /// lane, took 28 us more per call inside tsqrTopRowsLUKernel: its dynamic loops serialise on load latency.)
+/// With uOut (shared, 32 x 33), U is published there for upperInverseWarp, and the warp then arrives at hardware
+/// barrier 1 with a count of 64: the caller must run exactly one other warp that waits on barrier 1 with 64
+/// (tsqrTopRowsLUKernel's warp 1), and barrier 1 must have no other use in that kernel.
 template <typename S>
 __device__ __forceinline__ void signedLUWarp(const S* Q1, Index ldq, int n, S* LU, Index ld, S* s, S* T, Index ldt,
                                              int lane, S (*uOut)[NC + 1] = nullptr) {
@@ -693,7 +698,7 @@ __device__ __forceinline__ void signedLUWarp(const S* Q1, Index ldq, int n, S* L
   }
 }
 
-/// U^{-1} (n x n, ldui; upper triangular, entries below the diagonal not written) by one warp from sU (32 x 32, U
+/// U^{-1} (n x n, ldui; upper triangular, zeros written below the diagonal) by one warp from sU (32 x 32, U
 /// with 1 / U_ii on its diagonal, identity beyond n): lane j solves U x = e_j by back substitution (x_i = 0 for
 /// i > j, so the sums may run to NC). Each sum adds the newest x last and the reciprocals are formed up front, so the
 /// dependent chain is one multiply-add and one multiplication per row. It runs beside warp 0's T and is on every

@@ -96,8 +96,7 @@ void launchTsqrTileApplyQ(S* X, Index ldx, Index m, Index n, Index tiles, const 
 /// ReconstructWY's first step (Ballard et al.) for the level-0 tiles X of a TSQR tree: Q1, the top n x n block of
 /// tile 0's H_0 ... H_{n-1} [C_0; 0] (the top rows of the tree's explicit Q, C as for launchTsqrTileApplyQ), then its
 /// signed LU as launchSignedLU computes it: LU (n x n, ldlu) receives L and U, s the signs, T = U S L^{-T}, and
-/// Uinv (n x n, ldui) U^{-1} (upper triangular; entries below the diagonal are not written). One launch; X is not
-/// modified.
+/// Uinv (n x n, ldui) U^{-1} (upper triangular, zeros below the diagonal). One launch; X is not modified.
 template <typename S>
 void launchTsqrTopRowsLU(const S* X, Index ldx, Index m, Index n, Index tiles, const S* tau, const S* C, Index ldc,
                          S* LU, Index ldlu, S* s, S* T, Index ldt, S* Uinv, Index ldui, cudaStream_t stream);
