@@ -8,6 +8,7 @@
 //                                               C += alpha op(L) Z, L lower triangular (trmmLowerAccGeneric or better)
 //   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
+//   gramUpper(Y, beta, S)                        S = beta S + Y^T Y, of which only the upper triangle is needed
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
 //   trmmRightUpper(B, T)                         B = B T, T upper triangular (TallSkinny: R = triu(A1))
 //   smallUpdateTop(Ytop, T, Btop, Z, transpose)  applyYT's top for k <= kSmallWY reflectors (one kernel on CUDA)
@@ -98,8 +99,8 @@ void formPanelT(Ops& ops, View<S> A, const S* tau, View<S> T, S* scratch) {
   const Index m = A.rows, k = A.cols;
   View<S> Yt(scratch, k, k, k), Sm(scratch + k * k, k, k, k);
   ops.copyUnitLower(A.topRows(k), Yt);
-  ops.gemmExact(Op::T, Op::N, S(1), Yt, Yt, S(0), Sm);
-  if (m > k) ops.gemmExact(Op::T, Op::N, S(1), A.bottomRows(m - k), A.bottomRows(m - k), S(1), Sm);
+  ops.gramUpper(Yt, S(0), Sm);
+  if (m > k) ops.gramUpper(A.bottomRows(m - k), S(1), Sm);
   ops.formT(Sm, tau, T);
 }
 

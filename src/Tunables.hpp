@@ -66,6 +66,16 @@ inline std::ptrdiff_t maxMergedCols(Precision mode, std::ptrdiff_t rows) {
     default: return rows >= 262144 ? 128 : rows >= 65536 ? 256 : 512;  // FP32, FP64, FP64Emulated
   }
 }
+/// The Host backend's merge cap. Eigen's GEMM runs the narrow block updates as fast as the wide ones, so on the CPU
+/// the merges' extra products are pure cost: FP32/FP64 default to no merges above the leaves (a cap of one leaf),
+/// which took TensorCoreHouseholderQR's host fallback from 1.3-1.55x Eigen::HouseholderQR's time to 0.97-1.14x
+/// (double, 100^2 to 2000^2, 2 cores, 2026-11-27). The emulated tensor-core modes keep the GPU's caps, since they
+/// exist to test the GPU's recursion. TCQR_MAX_MERGED_COLS overrides both.
+inline std::ptrdiff_t hostMaxMergedCols(Precision mode, std::ptrdiff_t rows) {
+  if (std::getenv("TCQR_MAX_MERGED_COLS") || (mode != Precision::FP32 && mode != Precision::FP64))
+    return maxMergedCols(mode, rows);
+  return kHostBlockSize;
+}
 /// TF32x3's three tensor-core products pay only where a product is compute-bound. With an inner dimension or a result
 /// side of at most this many, a product is memory-bound, and TF32x3 (which also writes the split hi/lo copies of both
 /// operands) took 2-3x FP32's time: 16384^2 at 7ea5539 (TCQR_TRACE, H100), products with a result side <= 64

@@ -9,6 +9,7 @@
 #include "common/TestConfig.h"  // first: redefines eigen_assert to throw EigenAssertionFailed
 // clang-format on
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -29,6 +30,22 @@ using tcqr_test::Mat;
 // The shared accuracy suite (tests/common/QRChecks.h), on the Host backend and on Backend::Auto.
 TCQR_DEFINE_ACCURACY_SUITE("[Host]", Backend::Host)
 TCQR_DEFINE_ACCURACY_SUITE("[Auto]", Backend::Auto)
+
+// The Host backend merges no WY forms above its leaves in FP32/FP64 (Tunables.hpp hostMaxMergedCols), while the CUDA
+// backend merges left children of up to 512 columns at these sizes: the same suites with the CUDA backend's cap, so
+// that CI keeps running the merges the GPU runs.
+TEST_CASE_TEMPLATE("[Host] with the CUDA backend's merge cap (512 columns)", T, float, double) {
+  TCQR_RANDOM_SEED();
+  struct Restore {
+    ~Restore() { unsetenv("TCQR_MAX_MERGED_COLS"); }
+  } restore;
+  setenv("TCQR_MAX_MERGED_COLS", "512", 1);
+  tcqr_test::shapeSuite<T>(Backend::Host);
+  tcqr_test::conditionedSuite<T>(Backend::Host, 300, 200);
+  tcqr_test::rankDeficientSuite<T>(Backend::Host);
+  tcqr_test::panelSuite<T>(Backend::Host);
+  tcqr_test::solveSuite<T>(Backend::Host);
+}
 
 TEST_CASE("eigen_assert is active in this test") {
   // Guards the contract tests below: if the redefinition were lost (e.g. an Eigen header included earlier),
