@@ -2,7 +2,7 @@
 // without a GPU and below autoCudaMinElements) against Eigen::HouseholderQR on the same matrix, in one process.
 // Medians of host wall time for compute() (ours includes copying the input, as Eigen's does); the backward error
 // ||A - QR||_F / ||A||_F of each result (Q applied as Eigen's HouseholderSequence, in double) is printed beside it.
-// Eigen's own threading (OpenMP) is used by both sides alike.
+// Not linked with OpenMP: Eigen runs single-threaded on both sides.
 //
 //   host_bench [--reps N] [--warmup N] [--md FILE] [--commit STR]
 #include <Eigen/QR>

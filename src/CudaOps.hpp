@@ -356,10 +356,10 @@ struct CudaOps {
     gemmChunks(rows, cols, k, kSplitKChunk, alpha, beta, C, ldc, *conversion, true, batched, plain);
     return true;
   }
-  /// C = alpha op(A) op(B) + beta C in the storage precision, whatever the mode (small products inside a panel).
-  /// S = beta S + Y^T Y (formT reads only the upper triangle; on the GPU the full product, as measured so far).
+  /// S = beta S + Y^T Y. formT reads only the upper triangle; the GPU keeps the full GEMM (a syrk was not measured).
   void gramUpper(View<S> Y, S beta, View<S> Sm) { gemmExact(Op::T, Op::N, S(1), Y, Y, beta, Sm); }
 
+  /// C = alpha op(A) op(B) + beta C in the storage precision, whatever the mode (small products inside a panel).
   void gemmExact(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;
     const Index k = (ta == Op::N) ? A.cols : A.rows;

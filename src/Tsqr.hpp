@@ -210,8 +210,9 @@ void tsqrPanelFromTree(Ops& ops, const TsqrTree<S>& t, View<S> A, S* tau, View<S
     C = t.X[l];
   }
 
-  // 3. ReconstructWY. The signed LU needs the top n x n block of Q first; then level 0's Q is formed tile by tile and
-  // turned into Y and tau in the same pass, never stored (A, which holds level 0's reflectors, receives Y).
+  // 3. ReconstructWY. The signed LU (and U^{-1}) needs the top n x n block of Q first; then each level-0 tile forms its
+  // rows of Y = -Q2 U^{-1} as -H_t [C_t U^{-1}; 0], so Q is never stored (A, which holds level 0's reflectors,
+  // receives Y), and tau.
   // T goes straight to Tout where there is one (the signed LU writes all of it, zeros below the diagonal included).
   View<S> LU(p, n, n, n), T = Tout.p ? Tout : View<S>(p + n * n, n, n, n), Uinv(p + 2 * n * n, n, n, n);
   p += 3 * n * n;
