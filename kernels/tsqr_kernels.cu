@@ -435,20 +435,15 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kFormQ || kTileWarps != 8 ? 
   formTileQ<S, kTileWarps>(X, ldx, r0, nr, n, V, sTau, x, warp, lane);
 }
 
-// X_tile <- H_0 ... H_{n-1} [C_t; 0]. The columns of the result are independent: each warp keeps its 4 columns in
-// registers and runs all n reflectors on them; the reflectors sit in shared memory (V, TR x NC, dynamic), with no
-// barrier inside the loop. On return x holds the tile's rows of Q for the warp's columns; V is still intact.
+/// A tile's packed reflectors (X, rows r0 .. r0 + nr - 1, n columns) into a warp's registers (the tile layout, zero
+/// beyond nr and n), then into V explicitly (TR x NC: unit diagonal, zeros above it; columns >= n not written). All
+/// loads come first: X may alias memory a caller writes later (the fused level-0 kernel writes A, which may be X), so
+/// the compiler keeps each load before the shared stores that follow it in program order; loaded and stored in one
+/// loop, the loads went out one at a time (ncu: most stall samples of the fused kernel sat on those stores).
 template <typename S, int kTileWarps>
-__device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index r0, int nr, int n,
-                                                    Index t, const S* __restrict__ tau, const S* __restrict__ C,
-                                                    Index ldc, S* V, S* sTau,
-                                                    S (&x)[NC / kTileWarps][kSlots]) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+__device__ __forceinline__ void loadTileReflectors(const S* X, Index ldx, Index r0, int nr, int n, S* V,
+                                                   S (&x)[NC / kTileWarps][kSlots], int warp, int lane) {
   constexpr int kColsPerWarp = NC / kTileWarps;
-  // All loads of the tile first, then the shared stores: X may alias any memory (the fused level-0 kernel, which has
-  // its own copy of this loop, writes A, which may be X), so the compiler keeps each load before the store that
-  // follows it in program order; loaded and stored in one loop, the loads went out one at a time (ncu: most stall
-  // samples of the fused kernel sat on those stores).
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
@@ -461,11 +456,29 @@ __device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
+    if (c < n) {
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (c < n) V[c * TR + lane + 32 * k] = k > 0 ? x[q][k] : reflectorEntry(lane, c, x[q][k]);
-      x[q][k] = (c < n && k == 0 && lane < n) ? C[t * n + lane + c * ldc] : S(0);
+      for (int k = 0; k < kSlots; ++k) V[c * TR + lane + 32 * k] = k > 0 ? x[q][k] : reflectorEntry(lane, c, x[q][k]);
     }
+  }
+}
+
+// X_tile <- H_0 ... H_{n-1} [C_t; 0]. The columns of the result are independent: each warp keeps its 4 columns in
+// registers and runs all n reflectors on them; the reflectors sit in shared memory (V, TR x NC, dynamic), with no
+// barrier inside the loop. On return x holds the tile's rows of Q for the warp's columns; V is still intact.
+template <typename S, int kTileWarps>
+__device__ __forceinline__ void applyTileReflectors(const S* X, Index ldx, Index r0, int nr, int n,
+                                                    Index t, const S* __restrict__ tau, const S* __restrict__ C,
+                                                    Index ldc, S* V, S* sTau,
+                                                    S (&x)[NC / kTileWarps][kSlots]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kColsPerWarp = NC / kTileWarps;
+  loadTileReflectors<S, kTileWarps>(X, ldx, r0, nr, n, V, x, warp, lane);
+#pragma unroll
+  for (int q = 0; q < kColsPerWarp; ++q) {
+    const int c = warp + kTileWarps * q;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) x[q][k] = (c < n && k == 0 && lane < n) ? C[t * n + lane + c * ldc] : S(0);
     if (c < n && lane == 0) sTau[c] = tau[t * n + c];
   }
   __syncthreads();
@@ -516,8 +529,8 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
   extern __shared__ __align__(16) unsigned char smem[];
   S* V = reinterpret_cast<S*>(smem);  // the tile's reflectors, unit diagonal explicit
   __shared__ S sTau[NC];
-  __shared__ S sUi[NC][NC];     // sUi[k][j] = U^{-1}(k, j), zero beyond n
-  __shared__ S sC[NC][NC + 1];  // C_t (row, column), zero beyond n
+  __shared__ S sUi[NC][NC + 1];  // sUi[k][j] = U^{-1}(k, j), zero beyond n
+  __shared__ S sC[NC][NC + 1];   // C_t (row, column), zero beyond n
   const Index t = blockIdx.x;
   const Index r0 = tsqrTileBegin(m, tiles, t);
   const int nr = static_cast<int>(tsqrTileBegin(m, tiles, t + 1) - r0);
@@ -525,28 +538,15 @@ __global__ void __launch_bounds__(32 * kTileWarps, (kTileBlocksPerSM<S, kTileWar
   constexpr int kColsPerWarp = NC / kTileWarps;
 
   for (int idx = threadIdx.x; idx < NC * NC; idx += blockDim.x) {
-    const int r = idx / NC, c = idx % NC;
+    const int r = idx % NC, c = idx / NC;  // consecutive threads read consecutive rows of the column-major U^{-1}
     sUi[r][c] = (r < n && c < n && r <= c) ? Uinv[r + c * ldui] : S(0);
   }
   S x[kColsPerWarp][kSlots];
-  // All loads of the tile first, then the shared stores (see applyTileReflectors: A may alias X).
+  loadTileReflectors<S, kTileWarps>(X, ldx, r0, nr, n, V, x, warp, lane);  // (A may alias X: loads first)
 #pragma unroll
   for (int q = 0; q < kColsPerWarp; ++q) {
     const int c = warp + kTileWarps * q;
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      const int r = lane + 32 * k;
-      x[q][k] = (c < n && r < nr) ? X[r0 + r + c * ldx] : S(0);
-    }
-  }
-#pragma unroll
-  for (int q = 0; q < kColsPerWarp; ++q) {
-    const int c = warp + kTileWarps * q;
-    if (c < n) {
-#pragma unroll
-      for (int k = 0; k < kSlots; ++k) V[c * TR + lane + 32 * k] = k > 0 ? x[q][k] : reflectorEntry(lane, c, x[q][k]);
-      if (lane == 0) sTau[c] = tauTiles[t * n + c];
-    }
+    if (c < n && lane == 0) sTau[c] = tauTiles[t * n + c];
     sC[lane][c] = (c < n && lane < n) ? C[t * n + lane + c * ldc] : S(0);
   }
   __syncthreads();
