@@ -10,9 +10,9 @@
 // the baseline, cusolverDn<S|D>ormqr on the device with our packed factor and tau (copied to the device once, outside
 // the timing; its workspace allocated once), also from and to the host: copy B in, ormqr, copy X out, all timed.
 // Error: ||X_ours - X_ormqr||_F / ||X_ormqr||_F (the same reflectors applied two ways; both in the storage precision).
-// The transfers differ in kind: ormqr's copies go from and to the pageable Eigen matrices (the driver stages them),
-// ours through the object's pinned transfer buffer plus a host copy each way, which is what the public API does. At
-// least one warm-up run: the first product allocates that buffer and the device workspace.
+// Both copy from and to the pageable Eigen matrices (the driver stages them): since 2026-11-27 the public API hands
+// column-major storage to the backend as it is (until then ours went through the object's pinned transfer buffer
+// plus a host copy each way). At least one warm-up run: the first product allocates the device workspace.
 //
 //   apply_q_bench [--n N] [--precision float|double|both] [--reps R] [--warmup W]
 #include <cstdio>

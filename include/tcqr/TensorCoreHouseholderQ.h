@@ -158,6 +158,18 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
   void apply(Dest& dst, bool onLeft) const {
     const Index r = dst.rows(), c = dst.cols();
     if (r == 0 || c == 0) return;
+    // Column-major storage the backend can address (a matrix, a Map or a block of columns of one) is handed over as
+    // it is: the CUDA backend copies it to the device and back itself (from pageable memory, which the driver
+    // stages), where the pinned transfer buffer cost a host copy each way besides (8192^2 float: about 25 ms each).
+    constexpr bool kDirect = (int(internal::traits<Dest>::Flags) & DirectAccessBit) &&
+                             !(int(internal::traits<Dest>::Flags) & RowMajorBit) &&
+                             std::is_same<typename Dest::Scalar, Scalar>::value;
+    if constexpr (kDirect) {
+      if (dst.innerStride() == 1 && (c == 1 || dst.outerStride() >= r)) {
+        m_qr->state().applyQ(dst.data(), r, c, c == 1 ? r : dst.outerStride(), onLeft, m_trans, m_length);
+        return;
+      }
+    }
     Scalar* buf = m_qr->state().staging(r * c);
     Map<Matrix<Scalar, Dynamic, Dynamic>> B(buf, r, c);
     B = dst;

@@ -207,6 +207,54 @@ void checkQOperator(const TCQR<MatrixType>& qr, bool fullQ) {
   C2.applyOnTheRight(qr.householderQ().transpose());
   CHECK(report("applyOnTheRight(Q^T)", ratio(C2, C * seq.transpose(), C)) <= kRatioBound);
 
+  // In place on other kinds of storage. Column-major views are handed to the backend as they are (a block of a larger
+  // matrix: outer stride > rows; a Map with an outer stride; a vector), everything else goes through the transfer
+  // buffer (row-major storage, a row vector): the view changes and nothing around it does.
+  {
+    Mat<Scalar> big = uniformMatrix<Scalar>(m + 5, 7);
+    const Mat<Scalar> before = big;
+    const Mat<Scalar> op = before.block(2, 1, m, 3);
+    big.block(2, 1, m, 3).applyOnTheLeft(qr.householderQ().transpose());
+    CHECK(report("block.applyOnTheLeft(Q^T)", ratio(big.block(2, 1, m, 3), seq.transpose() * op, op)) <= kRatioBound);
+    Mat<Scalar> outside = big;
+    outside.block(2, 1, m, 3) = before.block(2, 1, m, 3);
+    CHECK(outside == before);
+  }
+  {
+    Mat<Scalar> big = uniformMatrix<Scalar>(4, m + 3);
+    const Mat<Scalar> before = big;
+    const Mat<Scalar> op = before.block(1, 2, 2, m);
+    big.block(1, 2, 2, m).applyOnTheRight(qr.householderQ());
+    CHECK(report("block.applyOnTheRight(Q)", ratio(big.block(1, 2, 2, m), op * seq, op)) <= kRatioBound);
+    Mat<Scalar> outside = big;
+    outside.block(1, 2, 2, m) = before.block(1, 2, 2, m);
+    CHECK(outside == before);
+  }
+  {
+    const Scalar pad = Scalar(7);
+    std::vector<Scalar> storage(static_cast<size_t>((m + 3) * 3), pad);
+    Eigen::Map<Mat<Scalar>, 0, Eigen::OuterStride<>> map(storage.data(), m, 3, Eigen::OuterStride<>(m + 3));
+    map = B;
+    map.applyOnTheLeft(qr.householderQ());
+    CHECK(report("Map<OuterStride>.applyOnTheLeft(Q)", ratio(map, seq * B, B)) <= kRatioBound);
+    bool padIntact = true;
+    for (Index j = 0; j < 3; ++j)
+      for (Index i = m; i < m + 3; ++i) padIntact = padIntact && storage[static_cast<size_t>(i + j * (m + 3))] == pad;
+    CHECK(padIntact);
+  }
+  {
+    Eigen::Matrix<Scalar, Eigen::Dynamic, 1> v = B.col(1);
+    v.applyOnTheLeft(qr.householderQ());
+    CHECK(report("vector.applyOnTheLeft(Q)", ratio(v, seq * B.col(1), B.col(1))) <= kRatioBound);
+    Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rm = B;
+    rm.applyOnTheLeft(qr.householderQ().transpose());
+    CHECK(report("row-major.applyOnTheLeft(Q^T)", ratio(rm, seq.transpose() * B, B)) <= kRatioBound);
+    Eigen::Matrix<Scalar, 1, Eigen::Dynamic> row = C.row(0);
+    row.applyOnTheRight(qr.householderQ());
+    const Mat<Scalar> c0 = C.row(0);  // (Eigen's row-vector block times a HouseholderSequence does not compile)
+    CHECK(report("row vector.applyOnTheRight(Q)", ratio(row, c0 * seq, c0)) <= kRatioBound);
+  }
+
   if (fullQ) {
     const Mat<Scalar> Qt = qr.householderQ().transpose();
     const Mat<Scalar> Q = qr.householderQ();
