@@ -107,6 +107,19 @@ class CudaQRState final : public QRState<S> {
     runFactor();
   }
 
+  void factorHost(const S* A, Index rows, Index cols, Index ld) override {
+    DeviceGuard g(m_ctx.device());
+    allocate(rows, cols);
+    // The driver stages pageable memory itself; waiting for the copy (before the factorization is queued) is what
+    // lets the caller modify A once compute() returns, whatever the driver's staging does.
+    if (rows * cols > 0) {
+      TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, A, sizeof(S) * ld, sizeof(S) * rows, cols,
+                                   cudaMemcpyHostToDevice, stream()));
+      synchronize();
+    }
+    runFactor();
+  }
+
   void factorDevice(const S* dA, Index rows, Index cols, Index ld, CUstream_st* userStream) override {
     if (rows < 0 || cols < 0 || ld < std::max<Index>(rows, 1) || (rows * cols > 0 && dA == nullptr))
       throw Error(ErrorSource::Usage, 0, "computeOnDevice",

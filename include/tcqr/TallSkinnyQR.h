@@ -103,6 +103,16 @@ class TensorCoreTallSkinnyQR {
     const Index m = matrix.rows(), n = matrix.cols();
     checkArguments(m, n, what, "compute");
     prepare(tcqr::resolveBackend(m_backend, m, n), m, n);
+    // Column-major storage goes to the backend as it is (on the CUDA backend straight to the device, no host copy).
+    if constexpr (internal::tcqr_direct_col_major<Scalar, InputType>()) {
+      if (m * n > 0) {
+        if (const Index ld = internal::tcqr_col_major_ld(matrix.derived())) {
+          m_state->computeHost(matrix.derived().data(), m, n, ld, what);
+          m_isInitialized = true;
+          return *this;
+        }
+      }
+    }
     if (m * n > 0) {
       Map<Matrix<Scalar, Dynamic, Dynamic>> staged(m_state->staging(m * n), m, n);
       staged = matrix.derived();

@@ -5,6 +5,7 @@
 #ifndef TCQR_TENSORCOREHOUSEHOLDERQ_H
 #define TCQR_TENSORCOREHOUSEHOLDERQ_H
 
+#include <algorithm>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -49,6 +50,23 @@ struct tcqr_is_identity<CwiseNullaryOp<scalar_identity_op<S>, P>> : std::true_ty
 /// \internal A plain matrix type with the given compile-time sizes that Eigen accepts (1xN must be row-major).
 template <typename Scalar, int R, int C>
 using tcqr_plain_t = Matrix<Scalar, R, C, (R == 1 && C != 1) ? RowMajor : ColMajor>;
+
+/// \internal Whether an expression of type T is column-major storage the backends can address as (data(), ld):
+/// direct access, not row-major, the given scalar. The inner stride must still be checked at run time
+/// (tcqr_col_major_ld).
+template <typename Scalar, typename T>
+constexpr bool tcqr_direct_col_major() {
+  return (int(traits<T>::Flags) & DirectAccessBit) && !(int(traits<T>::Flags) & RowMajorBit) &&
+         std::is_same<typename traits<T>::Scalar, Scalar>::value;
+}
+
+/// \internal The leading dimension of a tcqr_direct_col_major() expression, or 0 if its strides do not allow one.
+template <typename T>
+Index tcqr_col_major_ld(const T& x) {
+  if (x.innerStride() != 1) return 0;
+  if (x.cols() <= 1) return (std::max)(x.rows(), Index(1));
+  return x.outerStride() >= x.rows() ? x.outerStride() : 0;
+}
 
 /// \internal Runs f(ptr, ld) on a column-major r x c buffer that ends up in dst: dst itself when it is a plain
 /// column-major matrix, otherwise a temporary copied into dst afterwards.
@@ -161,12 +179,9 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
     // Column-major storage the backend can address (a matrix, a Map or a block of columns of one) is handed over as
     // it is: the CUDA backend copies it to the device and back itself (from pageable memory, which the driver
     // stages), where the pinned transfer buffer cost a host copy each way besides (8192^2 float: about 25 ms each).
-    constexpr bool kDirect = (int(internal::traits<Dest>::Flags) & DirectAccessBit) &&
-                             !(int(internal::traits<Dest>::Flags) & RowMajorBit) &&
-                             std::is_same<typename Dest::Scalar, Scalar>::value;
-    if constexpr (kDirect) {
-      if (dst.innerStride() == 1 && (c == 1 || dst.outerStride() >= r)) {
-        m_qr->state().applyQ(dst.data(), r, c, c == 1 ? r : dst.outerStride(), onLeft, m_trans, m_length);
+    if constexpr (internal::tcqr_direct_col_major<Scalar, Dest>()) {
+      if (const Index ld = internal::tcqr_col_major_ld(dst)) {
+        m_qr->state().applyQ(dst.data(), r, c, ld, onLeft, m_trans, m_length);
         return;
       }
     }

@@ -127,14 +127,25 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   inline const Solve<TensorCoreHouseholderQR, Rhs> solve(const MatrixBase<Rhs>& b) const;
 #endif
 
-  /// Computes the decomposition of \a matrix. The matrix is copied once (into pinned staging memory, then
-  /// asynchronously to the device on the CUDA backend) and may be modified as soon as compute() returns. On the CUDA
+  /// Computes the decomposition of \a matrix. The matrix is copied once (column-major storage straight to the device
+  /// on the CUDA backend, anything else into pinned staging memory and from there asynchronously to the device) and
+  /// may be modified as soon as compute() returns. On the CUDA
   /// backend compute() returns once the upload and the input scan that chooses the panels are done (see
   /// computeOnDevice); the factorization itself is then still running.
   template <typename InputType>
   TensorCoreHouseholderQR& compute(const EigenBase<InputType>& matrix) {
     const Index m = matrix.rows(), n = matrix.cols();
     prepare(tcqr::resolveBackend(m_backend, m, n), m, n);
+    // Column-major storage goes to the backend as it is (on the CUDA backend straight to the device, no host copy).
+    if constexpr (internal::tcqr_direct_col_major<Scalar, InputType>()) {
+      if (m * n > 0) {
+        if (const Index ld = internal::tcqr_col_major_ld(matrix.derived())) {
+          m_state->factorHost(matrix.derived().data(), m, n, ld);
+          m_isInitialized = true;
+          return *this;
+        }
+      }
+    }
     if (m * n > 0) {
       Map<Matrix<Scalar, Dynamic, Dynamic>> staged(m_state->staging(m * n), m, n);
       staged = matrix.derived();

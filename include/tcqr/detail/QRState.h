@@ -34,6 +34,16 @@ class QRState {
   /// finishes; every accessor below waits as needed.
   virtual void factorStaged(Index rows, Index cols) = 0;
 
+  /// Factors the rows x cols column-major host matrix A (leading dimension ld >= rows), which may be modified once
+  /// this returns. This default copies A into staging() and calls factorStaged(); the CUDA backend copies A to the
+  /// device directly (no host copy: the driver stages pageable memory itself).
+  virtual void factorHost(const Scalar* A, Index rows, Index cols, Index ld) {
+    Scalar* dst = staging(rows * cols);
+    for (Index j = 0; j < cols; ++j)
+      for (Index i = 0; i < rows; ++i) dst[i + j * rows] = A[i + j * ld];
+    factorStaged(rows, cols);
+  }
+
   /// Factors a matrix already in device memory (CUDA backend only; the Host backend throws). The input is copied
   /// device-to-device into the object's storage and is not modified. `stream` may be null: the object's stream.
   virtual void factorDevice(const Scalar* dA, Index rows, Index cols, Index ld, CUstream_st* stream);

@@ -29,6 +29,15 @@ class TallSkinnyState {
   virtual Scalar* staging(Index count) = 0;
   /// Factors the rows x cols matrix at staging(). May return before the device finishes.
   virtual void computeStaged(Index rows, Index cols, unsigned what) = 0;
+  /// Factors the rows x cols column-major host matrix A (leading dimension ld >= rows), which may be modified once
+  /// this returns. This default copies A into staging() and calls computeStaged(); the CUDA backend copies A to the
+  /// device directly.
+  virtual void computeHost(const Scalar* A, Index rows, Index cols, Index ld, unsigned what) {
+    Scalar* dst = staging(rows * cols);
+    for (Index j = 0; j < cols; ++j)
+      for (Index i = 0; i < rows; ++i) dst[i + j * rows] = A[i + j * ld];
+    computeStaged(rows, cols, what);
+  }
   /// Factors a matrix in device memory (CUDA backend only; the Host backend throws). dA is not modified.
   virtual void computeDevice(const Scalar* dA, Index rows, Index cols, Index ld, unsigned what,
                              CUstream_st* stream) = 0;
