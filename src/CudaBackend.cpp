@@ -110,8 +110,9 @@ class CudaQRState final : public QRState<S> {
   void factorHost(const S* A, Index rows, Index cols, Index ld) override {
     DeviceGuard g(m_ctx.device());
     allocate(rows, cols);
-    // The driver stages pageable memory itself; waiting for the copy (before the factorization is queued) is what
-    // lets the caller modify A once compute() returns, whatever the driver's staging does.
+    // The driver stages pageable memory itself; synchronizing the stream after the copy (which also waits for work
+    // queued before it) and before the factorization is queued is what lets the caller modify A once compute()
+    // returns, whatever the driver's staging does.
     if (rows * cols > 0) {
       TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, A, sizeof(S) * ld, sizeof(S) * rows, cols,
                                    cudaMemcpyHostToDevice, stream()));
@@ -211,6 +212,26 @@ class CudaQRState final : public QRState<S> {
     detail::solve(ops, viewA(), viewT(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks);
     TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * rowsB, sizeof(S) * rowsB, nrhs,
                                  cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+
+  void solveHost(const S* rhs, Index ldr, S* dst, Index ldd, Index nrhs, bool transposed) override {
+    const Index rowsB = std::max(m_rows, m_cols);
+    const Index in = transposed ? m_cols : m_rows, out = transposed ? m_rows : m_cols;
+    if (rowsB * nrhs == 0) return;
+    DeviceGuard g(m_ctx.device());
+    S* dB = m_rhs.reserve(rowsB * nrhs);
+    // From and to pageable memory: the driver stages both copies. The copy back returns once it has completed, and
+    // rhs has been read before it starts (same stream), so rhs and dst may overlap.
+    if (in > 0)
+      TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * rowsB, rhs, sizeof(S) * ldr, sizeof(S) * in, nrhs,
+                                   cudaMemcpyHostToDevice, stream()));
+    S* scratch = m_scratch.reserve(solveScratchSize(m_rows, m_cols, nrhs));
+    CudaOps<S> ops = makeOps();
+    detail::solve(ops, viewA(), viewT(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks);
+    if (out > 0)
+      TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ldd, dB, sizeof(S) * rowsB, sizeof(S) * out, nrhs,
+                                   cudaMemcpyDeviceToHost, stream()));
     synchronize();
   }
 

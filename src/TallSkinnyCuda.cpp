@@ -79,8 +79,9 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   void computeHost(const S* A, Index rows, Index cols, Index ld, unsigned what) override {
     DeviceGuard g(m_ctx.device());
     allocate(rows, cols, what);
-    // The driver stages pageable memory itself; waiting for the copy (before the factorization is queued) is what
-    // lets the caller modify A once compute() returns, whatever the driver's staging does.
+    // The driver stages pageable memory itself; synchronizing the stream after the copy (which also waits for work
+    // queued before it) and before the factorization is queued is what lets the caller modify A once compute()
+    // returns, whatever the driver's staging does.
     if (rows * cols > 0) {
       TCQR_CHECK(cudaMemcpy2DAsync(m_a.get(), sizeof(S) * rows, A, sizeof(S) * ld, sizeof(S) * rows, cols,
                                    cudaMemcpyHostToDevice, stream()));

@@ -51,13 +51,14 @@ struct tcqr_is_identity<CwiseNullaryOp<scalar_identity_op<S>, P>> : std::true_ty
 template <typename Scalar, int R, int C>
 using tcqr_plain_t = Matrix<Scalar, R, C, (R == 1 && C != 1) ? RowMajor : ColMajor>;
 
-/// \internal Whether an expression of type T is column-major storage the backends can address as (data(), ld):
-/// direct access, not row-major, the given scalar. The inner stride must still be checked at run time
-/// (tcqr_col_major_ld).
+/// \internal Whether an expression of type T is column-major storage the backends can address as (data(), ld): a
+/// plain matrix or a MapBase (Map, Ref, a block of storage), not row-major, of the given scalar. DirectAccessBit alone
+/// is not enough: Eigen sets it on IndexedView and CwiseUnaryView too, whose data() does not exist or is not the
+/// values. The inner stride must still be checked at run time (tcqr_col_major_ld).
 template <typename Scalar, typename T>
 constexpr bool tcqr_direct_col_major() {
-  return (int(traits<T>::Flags) & DirectAccessBit) && !(int(traits<T>::Flags) & RowMajorBit) &&
-         std::is_same<typename traits<T>::Scalar, Scalar>::value;
+  return (std::is_base_of<PlainObjectBase<T>, T>::value || std::is_base_of<MapBase<T, ReadOnlyAccessors>, T>::value) &&
+         !(int(traits<T>::Flags) & RowMajorBit) && std::is_same<typename traits<T>::Scalar, Scalar>::value;
 }
 
 /// \internal The leading dimension of a tcqr_direct_col_major() expression, or 0 if its strides do not allow one.
@@ -176,9 +177,10 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
   void apply(Dest& dst, bool onLeft) const {
     const Index r = dst.rows(), c = dst.cols();
     if (r == 0 || c == 0) return;
-    // Column-major storage the backend can address (a matrix, a Map or a block of columns of one) is handed over as
-    // it is: the CUDA backend copies it to the device and back itself (from pageable memory, which the driver
-    // stages), where the pinned transfer buffer cost a host copy each way besides (8192^2 float: about 25 ms each).
+    // Column-major storage the backend can address (a matrix, a Map, a Ref or a block of one) is handed over as it
+    // is: the CUDA backend copies it to the device and back itself (from pageable memory, which the driver stages),
+    // where the pinned transfer buffer cost a host copy each way besides. (If the backend fails, dst may then be
+    // partly overwritten; through the buffer it was left as it was.)
     if constexpr (internal::tcqr_direct_col_major<Scalar, Dest>()) {
       if (const Index ld = internal::tcqr_col_major_ld(dst)) {
         m_qr->state().applyQ(dst.data(), r, c, ld, onLeft, m_trans, m_length);

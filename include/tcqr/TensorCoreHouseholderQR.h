@@ -302,9 +302,11 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   void _solve_impl(const RhsType& rhs, DstType& dst) const {
     const Index n = m_cols, ld = (std::max)(m_rows, m_cols), nrhs = rhs.cols();
     if (nrhs == 0 || n == 0) {
-      dst.setZero(n, nrhs);
+      dst.resize(n, nrhs);  // (a block as destination: Eigen has sized it; resize only checks)
+      dst.setZero();
       return;
     }
+    if (solveDirect(rhs, dst, n, false)) return;
     Map<Matrix<Scalar, Dynamic, Dynamic>, 0, OuterStride<>> B(m_state->staging(ld * nrhs), ld, nrhs, OuterStride<>(ld));
     B.topRows(m_rows) = rhs;
     m_state->solve(B.data(), nrhs, ld, false);
@@ -315,13 +317,33 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   void _solve_impl_transposed(const RhsType& rhs, DstType& dst) const {
     const Index m = m_rows, ld = (std::max)(m_rows, m_cols), nrhs = rhs.cols();
     if (nrhs == 0 || m == 0) {
-      dst.setZero(m, nrhs);
+      dst.resize(m, nrhs);
+      dst.setZero();
       return;
     }
+    if (solveDirect(rhs, dst, m, true)) return;
     Map<Matrix<Scalar, Dynamic, Dynamic>, 0, OuterStride<>> B(m_state->staging(ld * nrhs), ld, nrhs, OuterStride<>(ld));
     B.topRows(m_cols) = rhs;
     m_state->solve(B.data(), nrhs, ld, true);
     dst = B.topRows(m);
+  }
+
+  /// \internal Where the right-hand side and the destination (already outRows x nrhs, as Eigen's Solve assignment
+  /// leaves it) are column-major storage, the backend reads and writes them as they are (on the CUDA backend straight
+  /// to and from the device) instead of through the staging buffer. Returns false where it does not apply.
+  template <typename RhsType, typename DstType>
+  bool solveDirect(const RhsType& rhs, DstType& dst, Index outRows, bool transposed) const {
+    if constexpr (internal::tcqr_direct_col_major<Scalar, RhsType>() &&
+                  internal::tcqr_direct_col_major<Scalar, DstType>()) {
+      if (dst.rows() != outRows || dst.cols() != rhs.cols()) return false;
+      const Index ldr = internal::tcqr_col_major_ld(rhs), ldd = internal::tcqr_col_major_ld(dst);
+      if (ldr == 0 || ldd == 0) return false;
+      m_state->solveHost(rhs.data(), ldr, dst.data(), ldd, rhs.cols(), transposed);
+      return true;
+    } else {
+      (void)rhs, (void)dst, (void)outRows, (void)transposed;
+      return false;
+    }
   }
 #endif
 

@@ -3,6 +3,7 @@
 #ifndef TCQR_DETAIL_QRSTATE_H
 #define TCQR_DETAIL_QRSTATE_H
 
+#include <algorithm>
 #include <memory>
 
 #include "../Backend.h"
@@ -39,8 +40,7 @@ class QRState {
   /// device directly (no host copy: the driver stages pageable memory itself).
   virtual void factorHost(const Scalar* A, Index rows, Index cols, Index ld) {
     Scalar* dst = staging(rows * cols);
-    for (Index j = 0; j < cols; ++j)
-      for (Index i = 0; i < rows; ++i) dst[i + j * rows] = A[i + j * ld];
+    for (Index j = 0; j < cols; ++j) std::copy(A + j * ld, A + j * ld + rows, dst + j * rows);
     factorStaged(rows, cols);
   }
 
@@ -75,6 +75,19 @@ class QRState {
   ///   transposed: on entry rows [0, cols()) hold b; on exit rows [0, rows()) hold x with A^T x = b
   ///   (the minimum-norm solution when rows > cols).
   virtual void solve(Scalar* B, Index nrhs, Index ldb, bool transposed) = 0;
+
+  /// solve() from and to separate host matrices: rhs holds b (rows() x nrhs, or cols() x nrhs when transposed; leading
+  /// dimension ldr) and dst receives x (cols() x nrhs, or rows() x nrhs when transposed; leading dimension ldd); rhs
+  /// and dst may overlap. This default goes through staging() and solve(); the CUDA backend copies rhs to the device
+  /// and x back directly.
+  virtual void solveHost(const Scalar* rhs, Index ldr, Scalar* dst, Index ldd, Index nrhs, bool transposed) {
+    const Index m = rows(), n = cols(), ld = m > n ? m : n;
+    const Index in = transposed ? n : m, out = transposed ? m : n;
+    Scalar* B = staging(ld * nrhs);
+    for (Index j = 0; j < nrhs; ++j) std::copy(rhs + j * ldr, rhs + j * ldr + in, B + j * ld);
+    solve(B, nrhs, ld, transposed);
+    for (Index j = 0; j < nrhs; ++j) std::copy(B + j * ld, B + j * ld + out, dst + j * ldd);
+  }
 
   // Device-side views of the factorization (CUDA backend; the Host backend returns host pointers).
   virtual const Scalar* deviceQR() const = 0;

@@ -4,6 +4,7 @@
 #ifndef TCQR_DETAIL_TALLSKINNYSTATE_H
 #define TCQR_DETAIL_TALLSKINNYSTATE_H
 
+#include <algorithm>
 #include <memory>
 
 #include "../Backend.h"
@@ -34,8 +35,7 @@ class TallSkinnyState {
   /// device directly.
   virtual void computeHost(const Scalar* A, Index rows, Index cols, Index ld, unsigned what) {
     Scalar* dst = staging(rows * cols);
-    for (Index j = 0; j < cols; ++j)
-      for (Index i = 0; i < rows; ++i) dst[i + j * rows] = A[i + j * ld];
+    for (Index j = 0; j < cols; ++j) std::copy(A + j * ld, A + j * ld + rows, dst + j * rows);
     computeStaged(rows, cols, what);
   }
   /// Factors a matrix in device memory (CUDA backend only; the Host backend throws). dA is not modified.
