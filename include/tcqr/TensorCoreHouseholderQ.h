@@ -99,7 +99,8 @@ void tcqr_write_col_major(Dst& dst, Index r, Index c, F&& f) {
 /// B.applyOnTheLeft(qr.householderQ().adjoint());
 /// \endcode
 /// Products are evaluated immediately into a plain matrix. The object refers to the decomposition, which must
-/// outlive it and must not be recomputed while it is used.
+/// outlive it and must not be recomputed while it is used. In-place products (applyOnTheLeft/Right) on column-major
+/// storage work on that storage directly: if the backend throws (tcqr::Error), it may be left partly overwritten.
 template <typename QRType>
 class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> {
  public:
