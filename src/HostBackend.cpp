@@ -43,6 +43,16 @@ class HostQRState final : public QRState<S> {
     std::vector<char> identity;  // columns whose tau must be 0, which a TSQR leaf cannot give (Algorithms.hpp)
     if (anyTsqrLeaf(panelKind(), rows, k, nb())) identity = hostIdentityReflectorColumns(viewA());
     m_t.assign(static_cast<size_t>(k * k), S(0));
+    m_tPending = false;
+    if (panelKind() == PanelKind::Geqrf && k == cols && k > 0 && k <= nb()) {
+      // One Eigen-style panel and no trailing update: what factor() would run, except that T (a Gram matrix of the
+      // reflectors, about half the panel's flops, needed only by later products with Q) is formed on first use
+      // (ensureT). 1000 x 10 took 1.7-2.2x Eigen's time with T formed here (bench/results/host-cpu.md).
+      ops.geqrfPanel(viewA(), m_tau.data());
+      m_blocks.assign(1, 0);
+      m_tPending = true;
+      return;
+    }
     factor(ops, viewA(), m_tau.data(), viewT(), nb(), panelKind(), m_scratch.data(),
            colScale.empty() ? nullptr : colScale.data(), identity.empty() ? nullptr : identity.data(), &m_blocks);
   }
@@ -63,6 +73,7 @@ class HostQRState final : public QRState<S> {
     const Index k = std::min(m_rows, m_cols);
     if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "applyQ", "applyQ: invalid reflector count");
     const Index c = onLeft ? bCols : bRows;
+    ensureT();
     m_scratch.resize(std::max(m_scratch.size(), static_cast<size_t>(applyScratchSize(length, c))));
     HostOps<S> ops;
     applyWYBlocks(ops, viewA().leftCols(length), viewT(), View<S>(B, bRows, bCols, ldb), onLeft, transpose,
@@ -75,6 +86,11 @@ class HostQRState final : public QRState<S> {
   }
 
   void solve(S* B, Index nrhs, Index ldb, bool transposed) override {
+    if (m_tPending) {  // one panel, T not formed: the reflectors one by one, as Eigen::HouseholderQR::solve does
+      solveWithReflectors(B, nrhs, ldb, transposed);
+      return;
+    }
+    ensureT();
     m_scratch.resize(std::max(m_scratch.size(), static_cast<size_t>(solveScratchSize(m_rows, m_cols, nrhs))));
     HostOps<S> ops;
     detail::solve(ops, viewA(), viewT(), View<S>(B, std::max(m_rows, m_cols), nrhs, ldb), transposed,
@@ -91,6 +107,40 @@ class HostQRState final : public QRState<S> {
   void setStream(CUstream_st*) override {}
 
  private:
+  /// solve() where T was not formed (factorStaged's one-panel case, m >= n): Q^T b with Eigen's HouseholderSequence
+  /// over the packed factor and tau (a reflector at a time for few right-hand sides), which is about as fast as
+  /// forming T would be alone for one right-hand side, then R; transposed, R^T first and Q last (detail::solve's
+  /// order).
+  void solveWithReflectors(S* B, Index nrhs, Index ldb, bool transposed) {
+    using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+    using Vec = Eigen::Matrix<S, Eigen::Dynamic, 1>;
+    const Index m = m_rows, n = m_cols;
+    const Eigen::Map<const Mat> a(m_a.data(), m, n);
+    const Eigen::Map<const Vec> tau(m_tau.data(), n);
+    MapM<S> b(B, m, nrhs, Eigen::OuterStride<>(ldb));
+    const auto q = Eigen::householderSequence(a, tau);
+    const auto r = a.topRows(n).template triangularView<Eigen::Upper>();
+    if (!transposed) {
+      b.applyOnTheLeft(q.adjoint());
+      r.solveInPlace(b.topRows(n));
+    } else {
+      r.transpose().solveInPlace(b.topRows(n));
+      b.bottomRows(m - n).setZero();
+      b.applyOnTheLeft(q);
+    }
+  }
+
+  /// Forms T where factorStaged left it for later (one panel): the same operations factor()'s leaf runs after the
+  /// panel (formPanelT), on the same A and tau, so T is what an eager factorization gives.
+  void ensureT() {
+    if (!m_tPending) return;
+    const Index k = std::min(m_rows, m_cols);
+    m_scratch.resize(std::max(m_scratch.size(), static_cast<size_t>(2 * k * k)));
+    HostOps<S> ops;  // (formPanelT's Gram matrix and T do not depend on the precision mode)
+    formPanelT(ops, viewA(), m_tau.data(), viewT(), m_scratch.data());
+    m_tPending = false;
+  }
+
   Index nb() const {
     if (m_nb > 0) return m_nb;
     return panelKind() == PanelKind::Tsqr ? kTsqrMaxCols : kHostBlockSize;
@@ -109,6 +159,7 @@ class HostQRState final : public QRState<S> {
   Panel m_panel = Panel::Auto;
   Precision m_precision = Precision::Default;
   bool m_notFinite = false;
+  bool m_tPending = false;  // T not formed yet (factorStaged's one-panel case; ensureT)
 };
 
 }  // namespace
