@@ -200,20 +200,8 @@ class CudaQRState final : public QRState<S> {
     synchronize();
   }
 
-  void solve(S* B, Index nrhs, Index ldb, bool transposed) override {
-    const Index rowsB = std::max(m_rows, m_cols);
-    if (rowsB * nrhs == 0) return;
-    DeviceGuard g(m_ctx.device());
-    S* dB = m_rhs.reserve(rowsB * nrhs);
-    TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * rowsB, B, sizeof(S) * ldb, sizeof(S) * rowsB, nrhs,
-                                 cudaMemcpyHostToDevice, stream()));
-    S* scratch = m_scratch.reserve(solveScratchSize(m_rows, m_cols, nrhs));
-    CudaOps<S> ops = makeOps();
-    detail::solve(ops, viewA(), viewT(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks);
-    TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * rowsB, sizeof(S) * rowsB, nrhs,
-                                 cudaMemcpyDeviceToHost, stream()));
-    synchronize();
-  }
+  // In place is solveHost with rhs == dst (the rows beyond b's are neither read nor written).
+  void solve(S* B, Index nrhs, Index ldb, bool transposed) override { solveHost(B, ldb, B, ldb, nrhs, transposed); }
 
   void solveHost(const S* rhs, Index ldr, S* dst, Index ldd, Index nrhs, bool transposed) override {
     const Index rowsB = std::max(m_rows, m_cols);
