@@ -16,11 +16,13 @@
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
 //   setZero(A)
 //   maxMergedCols                                 widest node whose T factorRecursive merges when blocks are taken
+//   lanes(), runOnLane(q, f), joinLane(q)         factorRecursive's look-ahead lanes (0 lanes: none)
 // Every temporary comes from one scratch region sized up front by the callers (see *ScratchSize), so nothing is
 // allocated inside the recursion.
 #pragma once
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "Tsqr.hpp"
@@ -63,12 +65,6 @@ inline Index leafScratchSize(Index m, Index nb, PanelKind panel) {
   return s;
 }
 
-/// Width of the leftmost leaf panel of factorRecursive over n columns.
-inline Index firstLeafCols(Index n, Index nb) {
-  while (n > nb) n = splitColumns(n, nb);
-  return n;
-}
-
 /// Whether factorRecursive gives any leaf of an m x n factorization (m >= n) to the TSQR panel, which is when the
 /// input scan of identityReflectorColumns is needed. Walks the recursion's leaves: with nb > kTsqrMaxCols only a
 /// narrow last leaf may qualify.
@@ -83,14 +79,45 @@ inline bool anyTsqrLeaf(PanelKind panel, Index m, Index n, Index nb) {
 /// product Y^T B and T's product with it (out of place).
 inline Index applyScratchSize(Index k, Index c) { return k * k + 2 * k * c; }
 
-/// Scratch (in scalars) needed by factorRecursive for an m x n (m >= n) problem: a leaf, and at an inner node the
-/// update of the right half next to a leaf (the look-ahead, see factorRecursive), or the merge of the two T's.
+/// Scratch (in scalars) needed by factorRecursive on its main lane for an m x n (m >= n) problem: a leaf, and at an
+/// inner node the update of the right half or the merge of the two T's (the look-ahead lanes have their own, below).
 inline Index factorScratchSize(Index m, Index n, Index nb, PanelKind panel) {
   const Index leaf = leafScratchSize(m, std::min(n, nb), panel);
   if (n <= nb) return leaf;
   const Index n1 = splitColumns(n, nb), n2 = n - n1;
-  return leaf + std::max(applyScratchSize(n1, n2), n2 * n2 + 2 * n1 * n2);
+  return std::max(leaf, std::max(applyScratchSize(n1, n2), n2 * n2 + 2 * n1 * n2));
 }
+
+/// Look-ahead lanes of factorRecursive (at most this many; see there).
+constexpr int kMaxLanes = 4;
+
+/// Columns of a node's right half (n2 columns) that the look-ahead updates on the main lane: those of the right
+/// child's left child, which the main lane factors next; 0 where the right child is a leaf (no look-ahead there).
+inline Index lookaheadWindow(Index n2, Index nb) { return n2 > nb ? splitColumns(n2, nb) : 0; }
+
+/// need[q] (q < lanes) = the scratch lane q's updates take: the recursion's column tree walked as factorRecursive
+/// assigns lanes (freeLane, pendingLane as there).
+inline void laneScratchWalk(Index n, Index nb, int lanes, int freeLane, int pendingLane, Index* need) {
+  if (n <= nb) return;
+  const Index n1 = splitColumns(n, nb), n2 = n - n1;
+  laneScratchWalk(n1, nb, lanes, freeLane, -1, need);
+  const int q = pendingLane >= 0 ? pendingLane : freeLane;
+  const Index w = lookaheadWindow(n2, nb);
+  if (w > 0 && q < lanes) {
+    need[q] = std::max(need[q], applyScratchSize(n1, n2 - w));
+    laneScratchWalk(n2, nb, lanes, q + 1, q, need);
+  } else {
+    laneScratchWalk(n2, nb, lanes, q, -1, need);
+  }
+}
+
+/// Where each look-ahead lane's scratch lies in factor()'s scratch (after the main lane's) and how large it is.
+template <typename S>
+struct LaneScratch {
+  int count = 0;
+  S* p[kMaxLanes] = {};
+  Index size[kMaxLanes] = {};
+};
 
 /// T (k x k, upper triangular, zeros below the diagonal) of a freshly factored panel, from S = Y^T Y and tau
 /// (LAPACK larft): H_0 ... H_{k-1} = I - Y T Y^T. A (m x k, m >= k) holds Y below its diagonal. Scratch: 2 k^2.
@@ -321,12 +348,18 @@ void applyWYBlocks(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool
 /// is ever stored, so the factorization keeps n x n scalars beside A instead of m x n. The update of the right half
 /// costs the same either way (Y^T A2, then T^T times that, then A2 - Y Z).
 ///
-/// Look-ahead (TPDS'25 §V.C.2, kernel scheduling): where the backend has a side lane (a second stream), the update
-/// Q1^T A2 is split: the columns of A2's first leaf panel are updated on the main lane, the rest on the side lane,
-/// which then runs concurrently with that panel's factorization (a latency-bound chain of small kernels that leaves
-/// most of the GPU idle). Every leaf joins the lanes when it is done, so nothing else ever overlaps. Ops provides
-///   sideLaneAvailable(), sideLane() (an Ops on the side lane), forkSide() (the side lane waits for the main lane),
-///   sideDone() (marks the side lane's queued work as pending), joinSide() (the main lane waits for pending work).
+/// Look-ahead (TPDS'25 §V.C.2, kernel scheduling), where the backend has lanes (Ops::lanes() > 0: further streams).
+/// A leaf panel is a latency-bound chain of small kernels that leaves most of the GPU idle; it can only run beside
+/// the trailing update's GEMMs if that update is not finished yet. So at a node whose right child R is not a leaf,
+/// the update Q1^T A2 is split: the columns of R's left child (lookaheadWindow) are updated on the main lane, the
+/// rest of A2 on a lane of its own, and the main lane goes on to factor R's left child (its whole subtree, panels
+/// and all) while that lane works; R joins the lane just before its own update, the first operation that touches
+/// those columns. Lanes are numbered by nesting: a node that forks while its parent's lane is still busy (inside R's
+/// left child) takes the next lane (`freeLane`), and R, having joined its parent's lane (`pendingLane`), forks on
+/// that same lane again. Nodes that would need more lanes than the Ops have update on the main lane. Every fork is
+/// joined before the forking node returns. Each lane has its own scratch (`lanes`, from factor()). Ops provides
+///   lanes() (0: no look-ahead), runOnLane(q, f) (lane q first waits for the work queued on the main lane, then
+///   f(laneOps) queues work on it), joinLane(q) (the main lane waits for lane q's queued work; no-op when none).
 ///
 /// `identity` (null, or a flag per column: identityReflectorColumns) marks the columns whose reflector may have to
 /// be the identity (tau = 0), which neither a TSQR panel (ReconstructWY always reflects) nor cuSOLVER's geqrf (it
@@ -349,7 +382,7 @@ void applyWYBlocks(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool
 template <class Ops, typename S>
 void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S* scratch,
                      const char* identity = nullptr, std::vector<Index>* blocks = nullptr, Index col0 = 0,
-                     bool spine = true) {
+                     bool spine = true, const LaneScratch<S>* lanes = nullptr, int freeLane = 0, int pendingLane = -1) {
   const Index m = A.rows, n = A.cols;
   if (n == 0) return;
   const Index cap = ops.maxMergedCols;
@@ -366,7 +399,6 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
       if (r == n) {
         ops.setZero(View<S>(tau, n, 1, n));
         ops.setZero(T);
-        ops.joinSide();
         if (blocks) blocks->push_back(col0);
         return;
       }
@@ -380,14 +412,10 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
       else
         ops.geqrfPanel(A, tau);
       if (f == 0 || !useTsqr(panel, m, n)) formPanelT(ops, A, tau, T, scratch);
-      ops.joinSide();
       if (blocks) blocks->push_back(col0);
       return;
     }
     if (n1 == 0) n1 = f == 0 ? 1 : f;  // the flagged column alone, or the columns before it: an inner node
-    // A leaf split this way runs GEMMs, which share the conversion and partials workspaces with a side lane that may
-    // still be busy with the parent's update: wait for it first.
-    ops.joinSide();
   } else {
     n1 = splitColumns(n, nb);
   }
@@ -399,27 +427,31 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   const bool leftBlocks = blocks && cap > 0 && n1 > cap;
   if (blocks && !leftBlocks) blocks->push_back(col0);
   const size_t leftFirst = blocks ? blocks->size() : 0;
-  factorRecursive(ops, A1, tau, T1, nb, panel, scratch, identity, leftBlocks ? blocks : nullptr, col0, false);
+  factorRecursive(ops, A1, tau, T1, nb, panel, scratch, identity, leftBlocks ? blocks : nullptr, col0, false, lanes,
+                  freeLane);
   std::vector<Index> left;  // the left child's blocks, relative to its first column
   if (leftBlocks)
     for (size_t i = leftFirst; i < blocks->size(); ++i) left.push_back((*blocks)[i] - col0);
-  // [R12; A22] = Q1^T A2
-  auto updateA2 = [&](auto& o, View<S> B, S* s) {
-    applyWYBlocks(o, A1, T1, B, true, true, s, leftBlocks ? &left : nullptr);
-  };
-  const Index first = firstLeafCols(n2, nb);
-  if (first < n2 && ops.sideLaneAvailable()) {
-    updateA2(ops, A2.leftCols(first), scratch);
-    ops.forkSide();
-    auto side = ops.sideLane();
-    // Disjoint from the scratch of the leaf that runs meanwhile (factorScratchSize counts both).
-    updateA2(side, A2.rightCols(n2 - first), scratch + leafScratchSize(m, nb, panel));
-    ops.sideDone();
+  // A2 may still be in the parent's look-ahead update (this node is its right child): wait for it.
+  if (pendingLane >= 0) ops.joinLane(pendingLane);
+  // [R12; A22] = Q1^T A2, with the columns beyond the right child's left child on lane q (look-ahead, see above).
+  const int q = pendingLane >= 0 ? pendingLane : freeLane;
+  const Index w = lookaheadWindow(n2, nb);
+  const bool fork = lanes != nullptr && w > 0 && q >= 0 && q < lanes->count && q < ops.lanes();
+  if (fork) {
+    applyWYBlocks(ops, A1, T1, A2.leftCols(w), true, true, scratch, leftBlocks ? &left : nullptr);
+    const View<S> rest = A2.rightCols(n2 - w);
+    S* laneScratch = lanes->p[q];
+    if (applyScratchSize(n1, n2 - w) > lanes->size[q])  // laneScratchWalk and this recursion must agree
+      throw std::logic_error("tcqr: look-ahead lane scratch too small (internal error)");
+    ops.runOnLane(q, [=](auto& o) {
+      applyWYBlocks(o, A1, T1, rest, true, true, laneScratch, leftBlocks ? &left : nullptr);
+    });
   } else {
-    updateA2(ops, A2, scratch);
+    applyWYBlocks(ops, A1, T1, A2, true, true, scratch, leftBlocks ? &left : nullptr);
   }
   factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, T2, nb, panel, scratch, identity ? identity + n1 : nullptr,
-                  blocks, col0 + n1, spine);
+                  blocks, col0 + n1, spine, lanes, fork ? q + 1 : q, fork ? q : -1);
   if (blocks) return;  // T1 and T2 stay separate blocks
 
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
@@ -441,11 +473,26 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   ops.gemmExact(Op::N, Op::N, S(1), X, T2, S(0), T12);
 }
 
-/// Scratch needed by factor() for an m x n matrix.
-inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel) {
+/// Scratch of factor()'s main lane for an m x n matrix.
+inline Index factorMainScratch(Index m, Index n, Index nb, PanelKind panel) {
   const Index k = std::min(m, n);
   Index s = factorScratchSize(m, k, nb, panel);
   if (n > k) s = std::max(s, applyScratchSize(k, n - k));
+  return s;
+}
+
+/// The scratch of each of `lanes` look-ahead lanes (0 beyond what the recursion uses), into need[0 : kMaxLanes).
+inline void laneScratchSizes(Index m, Index n, Index nb, int lanes, Index* need) {
+  std::fill(need, need + kMaxLanes, Index(0));
+  laneScratchWalk(std::min(m, n), nb, std::min(lanes, kMaxLanes), 0, -1, need);
+}
+
+/// Scratch needed by factor() for an m x n matrix with `lanes` look-ahead lanes (Ops::lanes()).
+inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel, int lanes = 0) {
+  Index need[kMaxLanes];
+  laneScratchSizes(m, n, nb, lanes, need);
+  Index s = factorMainScratch(m, n, nb, panel);
+  for (Index x : need) s += x;
   return s;
 }
 
@@ -467,7 +514,18 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S
     ops.columnScales(A, colScale);
     ops.scaleColumns(A, colScale, false, false);
   }
-  factorRecursive(ops, A.leftCols(k), tau, T, nb, panel, scratch, identity, blocks);
+  LaneScratch<S> lanes;
+  lanes.count = std::min(ops.lanes(), kMaxLanes);
+  if (lanes.count > 0) {
+    laneScratchSizes(m, n, nb, lanes.count, lanes.size);
+    S* p = scratch + factorMainScratch(m, n, nb, panel);
+    for (int q = 0; q < lanes.count; ++q) {
+      lanes.p[q] = p;
+      p += lanes.size[q];
+    }
+  }
+  factorRecursive(ops, A.leftCols(k), tau, T, nb, panel, scratch, identity, blocks, 0, true,
+                  lanes.count > 0 ? &lanes : nullptr);
   if (n > k) applyWYBlocks(ops, A.leftCols(k), T, A.rightCols(n - k), true, true, scratch, blocks);
   if (colScale) ops.scaleColumns(A, colScale, true, true);
 }

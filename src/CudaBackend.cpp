@@ -280,7 +280,8 @@ class CudaQRState final : public QRState<S> {
     ops.partials = &m_partials;
     if (factorization) {
       ops.maxMergedCols = maxMergedCols(mode, m_rows);  // only factorRecursive reads it
-      m_ctx.fillSideLane(ops);                          // factorRecursive's look-ahead
+      // factorRecursive's look-ahead; allocate() sized the scratch for this many lanes.
+      m_ctx.fillLanes(ops, lookaheadLanes(mode, m_rows, m_cols), lookaheadReserveSMs(mode));
     }
     return ops;
   }
@@ -295,7 +296,9 @@ class CudaQRState final : public QRState<S> {
     const Index k = std::min(rows, cols);
     // T (k x k) of the compact WY form: the factorization keeps no m x k W.
     const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(k * k, 1), std::max<Index>(k, 1),
-                           std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind()), 1)};
+                           std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(),
+                                                              lookaheadLanes(resolvedPrecision(), rows, cols)),
+                                           1)};
     const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
     const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors());
     const bool grows = need[0] > m_a.capacity() || need[1] > m_t.capacity() ||
@@ -343,6 +346,7 @@ class CudaQRState final : public QRState<S> {
     m_conversion.buffer.release();
     m_partials.buffer.release();
     m_colScale.release();
+    m_ctx.releaseLaneBuffers();
     m_lastRow.device.release();
   }
 

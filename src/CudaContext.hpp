@@ -4,8 +4,9 @@
 // (TallSkinnyCuda.cpp) each own one.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include "CudaOps.hpp"
@@ -91,32 +92,43 @@ class CudaContext {
     if (m_userStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_userStream));
     if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
     // Normally joined into stream() already; not after a computation that threw half-way.
-    if (m_sideStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_sideStream));
+    for (const CudaLane& l : m_lanes)
+      if (l.stream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(l.stream));
   }
 
-  /// cuBLAS's emulation strategy (FP64Emulated), on both handles.
+  /// cuBLAS's emulation strategy (FP64Emulated), on every handle.
   void setEmulationStrategy(cublasEmulationStrategy_t strategy) {
     m_emulation = strategy;
     TCQR_CHECK(cublasSetEmulationStrategy(m_blas, strategy));
-    if (m_sideBlas) TCQR_CHECK(cublasSetEmulationStrategy(m_sideBlas, strategy));
+    for (const CudaLane& l : m_lanes)
+      if (l.blas) TCQR_CHECK(cublasSetEmulationStrategy(l.blas, strategy));
   }
 
-  /// Gives `ops` the side lane of factorRecursive's look-ahead, created on first use: a non-blocking stream with its
-  /// own cuBLAS handle (math mode and emulation strategy as blas(); a cuBLAS workspace must not serve two streams at
-  /// once) and the fork/join events. The side lane only ever runs between a fork and a join on stream(), so
-  /// synchronizing stream() covers it. Off unless the environment variable TCQR_LOOKAHEAD=1 is set: measured on the
-  /// H100 (qr_bench, 2026-11-26, commit 06b3e8b, same process and data) it gained nothing on 16384^2 FP32 (371 against
-  /// 369 ms) or 2097152 x 128 and cost 15% on 524288 x 512 (34.7 against 30.1 ms) and 8% on 131072 x 2048: there the
-  /// TSQR panel's tiles already occupy the GPU, and the split update adds GEMM calls. Results do not depend on it
-  /// beyond rounding.
+  /// Gives `ops` the first `count` look-ahead lanes of factorRecursive (at most kMaxLanes), created on first use:
+  /// non-blocking streams, each with its own cuBLAS handle (math mode and emulation strategy as blas()), limited to
+  /// all but `reserveSMs` multiprocessors (cublasSetSmCountTarget) so that the main lane's panel kernels find free
+  /// ones (bench/overlap_probe: with every SM taken, a TF32 GEMM let 10% of a chain of panels run beside it, with 16
+  /// left free 80%), fork/join events and GEMM workspaces of its own. Lanes only ever run between a fork and a join
+  /// on stream(), so synchronizing stream() covers them.
   template <typename S>
-  void fillSideLane(CudaOps<S>& ops) const {
-    if (!lookAheadEnabled()) return;
-    if (!m_sideStream) createSideLane();
-    ops.sideBlas = m_sideBlas;
-    ops.sideStream = m_sideStream;
-    ops.forkEvent = m_forkEvent;
-    ops.sideEvent = m_sideEvent;
+  void fillLanes(CudaOps<S>& ops, int count, int reserveSMs) const {
+    count = std::min(count, kMaxLanes);
+    if (count <= 0) return;
+    const int target = reserveSMs > 0 && reserveSMs < m_sms ? m_sms - reserveSMs : 0;  // 0: no limit
+    for (int q = 0; q < count; ++q) {
+      CudaLane& l = m_lanes[static_cast<size_t>(q)];
+      if (!l.stream) createLane(l, q);
+      TCQR_CHECK(cublasSetSmCountTarget(l.blas, target));
+    }
+    ops.laneTable = m_lanes.data();
+    ops.laneCount = count;
+  }
+  /// Frees the lanes' GEMM workspaces (after a failed allocation; they grow again on demand).
+  void releaseLaneBuffers() const {
+    for (size_t q = 0; q < m_lanes.size(); ++q) {
+      m_laneConversion[q].buffer.release();
+      m_lanePartials[q].buffer.release();
+    }
   }
 
   /// Orders the work queued on stream() from now on after everything already queued on the legacy default stream
@@ -148,33 +160,28 @@ class CudaContext {
   }
 
  private:
-  static bool lookAheadEnabled() {
-    const char* v = std::getenv("TCQR_LOOKAHEAD");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }
-
-  void createSideLane() const {
+  void createLane(CudaLane& l, int q) const {
     try {
-      TCQR_CHECK(cudaEventCreateWithFlags(&m_forkEvent, cudaEventDisableTiming));
-      TCQR_CHECK(cudaEventCreateWithFlags(&m_sideEvent, cudaEventDisableTiming));
-      TCQR_CHECK(cublasCreate(&m_sideBlas));
-      TCQR_CHECK(cublasSetMathMode(m_sideBlas, CUBLAS_DEFAULT_MATH));
-      TCQR_CHECK(cublasSetEmulationStrategy(m_sideBlas, m_emulation));
-      TCQR_CHECK(cudaStreamCreateWithFlags(&m_sideStream, cudaStreamNonBlocking));
-      TCQR_CHECK(cublasSetStream(m_sideBlas, m_sideStream));
+      TCQR_CHECK(cudaEventCreateWithFlags(&l.fork, cudaEventDisableTiming));
+      TCQR_CHECK(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
+      TCQR_CHECK(cublasCreate(&l.blas));
+      TCQR_CHECK(cublasSetMathMode(l.blas, CUBLAS_DEFAULT_MATH));
+      TCQR_CHECK(cublasSetEmulationStrategy(l.blas, m_emulation));
+      TCQR_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+      TCQR_CHECK(cublasSetStream(l.blas, l.stream));
+      l.conversion = &m_laneConversion[static_cast<size_t>(q)];
+      l.partials = &m_lanePartials[static_cast<size_t>(q)];
     } catch (...) {
-      destroySideLane();
+      destroyLane(l);
       throw;
     }
   }
-  void destroySideLane() const noexcept {
-    if (m_sideBlas) cublasDestroy(m_sideBlas);
-    if (m_sideStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_sideStream));
-    if (m_forkEvent) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_forkEvent));
-    if (m_sideEvent) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_sideEvent));
-    m_sideBlas = nullptr;
-    m_sideStream = nullptr;
-    m_forkEvent = m_sideEvent = nullptr;
+  static void destroyLane(CudaLane& l) noexcept {
+    if (l.blas) cublasDestroy(l.blas);
+    if (l.stream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(l.stream));
+    if (l.fork) TCQR_CHECK_NOTHROW(cudaEventDestroy(l.fork));
+    if (l.done) TCQR_CHECK_NOTHROW(cudaEventDestroy(l.done));
+    l = CudaLane{};
   }
 
   void applyStream() {
@@ -183,7 +190,11 @@ class CudaContext {
   }
 
   void destroy() noexcept {
-    destroySideLane();
+    for (CudaLane& l : m_lanes) destroyLane(l);
+    for (size_t q = 0; q < m_lanes.size(); ++q) {
+      m_laneConversion[q].buffer.release();
+      m_lanePartials[q].buffer.release();
+    }
     if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
     if (m_params) cusolverDnDestroyParams(m_params);
     if (m_solver) cusolverDnDestroy(m_solver);
@@ -205,10 +216,10 @@ class CudaContext {
   cudaStream_t m_userStream = nullptr;
   cudaEvent_t m_ready = nullptr;  ///< orderAfterLegacyStream's event (created on first use)
   cublasEmulationStrategy_t m_emulation = CUBLAS_EMULATION_STRATEGY_DEFAULT;
-  // The side lane (fillSideLane), created on first use.
-  mutable cublasHandle_t m_sideBlas = nullptr;
-  mutable cudaStream_t m_sideStream = nullptr;
-  mutable cudaEvent_t m_forkEvent = nullptr, m_sideEvent = nullptr;
+  // The look-ahead lanes (fillLanes), created on first use, and their GEMM workspaces.
+  mutable std::array<CudaLane, kMaxLanes> m_lanes{};
+  mutable std::array<ConversionWork, kMaxLanes> m_laneConversion{};
+  mutable std::array<ConversionWork, kMaxLanes> m_lanePartials{};
   mutable std::unique_ptr<OpTrace> m_trace;  ///< TCQR_TRACE=1 only
 };
 

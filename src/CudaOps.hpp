@@ -225,6 +225,16 @@ inline Index conversionBytes(Precision mode, Index m, Index n) {
   return e == 0 ? split : std::max(split, e * (m + 8) * (n + std::min(m, n) + 16) + 256);
 }
 
+/// One look-ahead lane of factorRecursive: a stream, its own cuBLAS handle (limited to part of the GPU, see
+/// CudaContext::fillLanes), the events that order it against the main lane, and its own GEMM workspaces.
+struct CudaLane {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cudaEvent_t fork = nullptr, done = nullptr;
+  ConversionWork* conversion = nullptr;
+  ConversionWork* partials = nullptr;
+};
+
 template <typename S>
 struct CudaOps {
   cublasHandle_t blas;
@@ -237,14 +247,11 @@ struct CudaOps {
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (Default: S); gemmExact() always runs in S
   ConversionWork* conversion = nullptr;  ///< operand copies of the tensor-core modes (null for FP32/FP64)
   ConversionWork* partials = nullptr;    ///< chunked-accumulation partials (gemmChunkedTN); null: plain products
-  /// Side lane of factorRecursive's look-ahead (sideStream null: none; CudaContext::fillSideLane says when there is
-  /// one): a second stream with its own cuBLAS handle
-  /// (configured like `blas`; cuBLAS workspaces must not be shared between concurrent streams), and the events that
-  /// order the two lanes.
-  cublasHandle_t sideBlas = nullptr;
-  cudaStream_t sideStream = nullptr;
-  cudaEvent_t forkEvent = nullptr, sideEvent = nullptr;
-  bool sidePending = false;
+  /// factorRecursive's look-ahead lanes (CudaContext::fillLanes; laneCount 0: none). pendingLanes: bit q set while
+  /// lane q has work the main lane has not waited for.
+  const CudaLane* laneTable = nullptr;
+  int laneCount = 0;
+  unsigned pendingLanes = 0;
   OpTrace* trace = nullptr;  ///< TCQR_TRACE=1: per-operation GPU times (OpTrace.hpp); null otherwise
   int sms = 1;               ///< multiprocessors of the device (the chunk counts of gemmChunkedTN)
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
@@ -256,32 +263,40 @@ struct CudaOps {
     return "gemm large";
   }
 
-  bool sideLaneAvailable() const { return sideStream != nullptr; }
-  /// The operations on the side lane. Only GEMM-type work (applyQtLeft) runs there: no cuSOLVER handle, no lane of
-  /// its own. The conversion workspace is shared: while the side lane runs, the main lane only factors a panel,
-  /// which converts nothing.
-  CudaOps sideLane() const {
-    CudaOps s = *this;
-    s.blas = sideBlas;
-    s.stream = sideStream;
-    s.solver = nullptr;
-    s.sideStream = nullptr;
-    s.sidePending = false;
-    s.trace = nullptr;  // the tracer follows the main lane only
-    return s;
+  int lanes() const { return laneCount; }
+  /// Lane q waits for everything queued on this lane so far, then f(ops of lane q) queues work on it. Only
+  /// GEMM-type work (applyWYBlocks) runs there: no cuSOLVER handle, no lanes of its own, no trace (the tracer
+  /// follows the main lane), and its own cuBLAS handle (a cuBLAS workspace must not serve two streams at once) and
+  /// workspaces.
+  template <class F>
+  void runOnLane(int q, F&& f) {
+    const CudaLane& l = laneTable[q];
+    TCQR_CHECK(cudaEventRecord(l.fork, stream));
+    TCQR_CHECK(cudaStreamWaitEvent(l.stream, l.fork, 0));
+    // The lane's workspaces grow to the main lane's size on first use: gemmChunks does a product in column passes
+    // as wide as its partials workspace holds, so an empty one would run it one column at a time.
+    if (conversion && l.conversion->buffer.capacity() < conversion->buffer.capacity())
+      l.conversion->reserve(conversion->buffer.capacity(), l.stream);
+    if (partials && l.partials->buffer.capacity() < partials->buffer.capacity())
+      l.partials->reserve(partials->buffer.capacity(), l.stream);
+    CudaOps o = *this;
+    o.blas = l.blas;
+    o.stream = l.stream;
+    o.solver = nullptr;
+    o.conversion = l.conversion;
+    o.partials = partials ? l.partials : nullptr;
+    o.laneTable = nullptr;
+    o.laneCount = 0;
+    o.pendingLanes = 0;
+    o.trace = nullptr;
+    f(o);
+    TCQR_CHECK(cudaEventRecord(l.done, l.stream));
+    pendingLanes |= 1u << q;
   }
-  void forkSide() {
-    TCQR_CHECK(cudaEventRecord(forkEvent, stream));
-    TCQR_CHECK(cudaStreamWaitEvent(sideStream, forkEvent, 0));
-  }
-  void sideDone() {
-    TCQR_CHECK(cudaEventRecord(sideEvent, sideStream));
-    sidePending = true;
-  }
-  void joinSide() {
-    if (!sidePending) return;
-    TCQR_CHECK(cudaStreamWaitEvent(stream, sideEvent, 0));
-    sidePending = false;
+  void joinLane(int q) {
+    if (!(pendingLanes & (1u << q))) return;
+    TCQR_CHECK(cudaStreamWaitEvent(stream, laneTable[q].done, 0));
+    pendingLanes &= ~(1u << q);
   }
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {

@@ -100,12 +100,13 @@ struct HostOps {
     else c.noalias() += alpha * a.transpose() * b.transpose();
   }
 
-  // No side lane (factorRecursive's look-ahead): the Host backend runs one operation at a time.
-  bool sideLaneAvailable() const { return false; }
-  HostOps sideLane() const { return *this; }
-  void forkSide() {}
-  void sideDone() {}
-  void joinSide() {}
+  // No look-ahead lanes (factorRecursive): the Host backend runs one operation at a time.
+  int lanes() const { return 0; }
+  template <class F>
+  void runOnLane(int, F&& f) {
+    f(*this);
+  }
+  void joinLane(int) {}
 
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);

@@ -87,6 +87,23 @@ constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
 inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
 }
+/// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
+/// multiprocessors their GEMMs leave to the main lane's panels. Off by default: on the H100 (2026-11-27, docs/DESIGN.md
+/// "Look-ahead") two lanes gained 3-4% on 16384^2 TF32 and FP64, nothing in FP16/FP32/TF32x3, and lost up to 7% on
+/// 8192^2 FP32 and 524288 x 512, while each lane holds its own scratch and GEMM workspaces (about 5 GB more for
+/// 16384^2 FP64). TCQR_LOOKAHEAD=<lanes> (at most kMaxLanes) and TCQR_LOOKAHEAD_RESERVE=<SMs> override them.
+inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n) {
+  if (const char* v = std::getenv("TCQR_LOOKAHEAD")) return std::max(0, std::atoi(v));
+  (void)mode;
+  (void)m;
+  (void)n;
+  return 0;
+}
+inline int lookaheadReserveSMs(Precision mode) {
+  if (const char* v = std::getenv("TCQR_LOOKAHEAD_RESERVE")) return std::max(0, std::atoi(v));
+  (void)mode;
+  return 16;
+}
 /// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;
 

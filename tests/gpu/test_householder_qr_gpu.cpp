@@ -139,32 +139,34 @@ TEST_SUITE("gpu") {
     }
   }
 
-  // factorRecursive's look-ahead runs on a side stream only when TCQR_LOOKAHEAD=1 (CudaContext::fillSideLane: it did
-  // not pay on the H100). Off by default, so this case keeps its two-stream ordering tested: every panel kind, shapes
-  // with several recursion levels, the accuracy ratios and agreement with Eigen.
-  TEST_CASE_TEMPLATE("[Cuda] look-ahead on a side stream (TCQR_LOOKAHEAD=1)", T, float, double) {
+  // factorRecursive's look-ahead lanes (further streams), forced on with TCQR_LOOKAHEAD=<lanes> whatever the defaults
+  // (Tunables.hpp lookaheadLanes): every panel kind, shapes with several recursion levels (1100 x 1060 nests three
+  // lanes deep), one lane and three, the accuracy ratios and agreement with Eigen.
+  TEST_CASE_TEMPLATE("[Cuda] look-ahead lanes (TCQR_LOOKAHEAD=1 and 3)", T, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
     Eigen::initParallel();
     struct Restore {
       ~Restore() { unsetenv("TCQR_LOOKAHEAD"); }
     } restore;
-    for (auto mn : {std::pair<Index, Index>{3000, 700}, std::pair<Index, Index>{20000, 1000},
-                    std::pair<Index, Index>{1100, 1060}}) {
-      for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Tsqr, tcqr::Panel::Geqrf}) {
-        const Index m = mn.first, n = mn.second;
-        INFO(m << " x " << n << ", panel " << int(panel));
-        const M A = tcqr_test::conditionedMatrix<T>(m, n, tcqr_test::Spectrum::Geometric, 1e3);
-        const Options o{Backend::Cuda, 0, false, panel};
-        setenv("TCQR_LOOKAHEAD", "1", 1);
-        const auto qr = tcqr_test::factorAndCheck<M>(A, o);
-        tcqr_test::checkAgainstEigen<M>(A, qr, 1e3);
+    for (const char* lanes : {"1", "3"}) {
+      for (auto mn : {std::pair<Index, Index>{3000, 700}, std::pair<Index, Index>{20000, 1000},
+                      std::pair<Index, Index>{1100, 1060}}) {
+        for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Tsqr, tcqr::Panel::Geqrf}) {
+          const Index m = mn.first, n = mn.second;
+          INFO(m << " x " << n << ", panel " << int(panel) << ", lanes " << lanes);
+          const M A = tcqr_test::conditionedMatrix<T>(m, n, tcqr_test::Spectrum::Geometric, 1e3);
+          const Options o{Backend::Cuda, 0, false, panel};
+          setenv("TCQR_LOOKAHEAD", lanes, 1);
+          const auto qr = tcqr_test::factorAndCheck<M>(A, o);
+          tcqr_test::checkAgainstEigen<M>(A, qr, 1e3);
+        }
       }
     }
   }
 
-  // The look-ahead's side stream with left children kept as WY blocks (TCQR_MAX_MERGED_COLS=64: the default caps leave
-  // these shapes merged), so that the block-by-block update also runs split across the two streams.
+  // The look-ahead lanes with left children kept as WY blocks (TCQR_MAX_MERGED_COLS=64: the default caps leave these
+  // shapes merged), so that the block-by-block update also runs split across the streams.
   TEST_CASE_TEMPLATE("[Cuda] look-ahead with a merge cap of 64 columns", T, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
@@ -175,7 +177,7 @@ TEST_SUITE("gpu") {
         unsetenv("TCQR_MAX_MERGED_COLS");
       }
     } restore;
-    setenv("TCQR_LOOKAHEAD", "1", 1);
+    setenv("TCQR_LOOKAHEAD", "2", 1);
     setenv("TCQR_MAX_MERGED_COLS", "64", 1);
     for (auto mn : {std::pair<Index, Index>{3000, 700}, std::pair<Index, Index>{1100, 1060}}) {
       for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Geqrf}) {

@@ -67,6 +67,19 @@ TEST_SUITE("gpu") {
     tcqr_test::modeBoundsSuite<T>(Backend::Cuda, {{1001, 999}, {2100, 1100}, {2300, 2200}});
   }
 
+  // Three look-ahead lanes (TCQR_LOOKAHEAD=3, whatever Tunables.hpp's defaults): each lane's GEMMs convert their
+  // operands into workspaces of its own, in every mode.
+  TEST_CASE_TEMPLATE("[Cuda] every precision mode within its error bounds with three look-ahead lanes", T, float,
+                     double) {
+    TCQR_RANDOM_SEED();
+    Eigen::initParallel();
+    struct Restore {
+      ~Restore() { unsetenv("TCQR_LOOKAHEAD"); }
+    } restore;
+    setenv("TCQR_LOOKAHEAD", "3", 1);
+    tcqr_test::modeBoundsSuite<T>(Backend::Cuda, {{1001, 999}, {2100, 1100}, {2300, 2200}});
+  }
+
   TEST_CASE("[Cuda] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {
     TCQR_RANDOM_SEED();
     tcqr_test::modesDifferSuite(Backend::Cuda, 300, 200);

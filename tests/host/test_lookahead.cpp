@@ -1,9 +1,10 @@
 // test_lookahead.cpp - two variants of factorRecursive (src/Algorithms.hpp) on the Host backend's operations, with
 // the detail API:
-// - the look-ahead. The CUDA backend runs it on a second stream when TCQR_LOOKAHEAD=1; here a side lane that executes
-//   at once checks what CI can check without a GPU: the split update still gives a correct factorization, every fork
-//   is joined by the next leaf, and the scratch that factorScratchSize promises is enough for the leaf and the side
-//   lane's update together (guard values after it stay untouched);
+// - the look-ahead. The CUDA backend runs its lanes on further streams; here lanes whose work runs when it is joined
+//   (or at once) check what CI can check without a GPU: the split updates still give a correct factorization, so no
+//   join is missing and the main lane never writes a lane's columns; every fork is joined, lanes nest as far as
+//   offered, and factorTotalScratch covers the main lane's and every lane's scratch (guard values after it stay
+//   untouched);
 // - WY blocks (factor() with `blocks`, what both backends use): skipping the merges of T down the recursion's
 //   right-hand spine leaves the recursion's columns bit for bit unchanged, and Q applied block by block
 //   (applyWYBlocks) equals Q applied with the merged T, in all four applications and for Q_L of any length; the
@@ -13,6 +14,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <array>
+#include <functional>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -29,21 +32,36 @@ using tcqr::detail::View;
 template <typename T>
 using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
 
-/// HostOps with a side lane that runs its work immediately, counting forks and joins.
+/// HostOps with look-ahead lanes. `deferred`: a lane's work runs when the main lane joins it, the latest a GPU could
+/// run it, so a missing join (the main lane reading columns the lane has not updated yet) or a main-lane write to
+/// the lane's columns changes the result; otherwise at once, the earliest. Counts forks and joins.
 template <typename T>
-struct SideLaneHostOps : HostOps<T> {
-  int forks = 0, joins = 0;
-  bool pending = false, forkWhilePending = false;
-  bool sideLaneAvailable() const { return true; }
-  HostOps<T> sideLane() const { return *this; }
-  void forkSide() {
-    forkWhilePending = forkWhilePending || pending;
+struct LaneHostOps : HostOps<T> {
+  int laneCount = 2;
+  bool deferred = true;
+  std::array<std::vector<std::function<void()>>, tcqr::detail::kMaxLanes> queued;
+  unsigned pending = 0;
+  int forks = 0, joins = 0, highestLane = -1;
+  bool forkWhilePending = false, badLane = false;
+  int lanes() const { return laneCount; }
+  template <class F>
+  void runOnLane(int q, F&& f) {
+    badLane = badLane || q < 0 || q >= laneCount;
+    forkWhilePending = forkWhilePending || ((pending >> q) & 1u);
     ++forks;
+    highestLane = std::max(highestLane, q);
+    HostOps<T> laneOps = *this;
+    if (deferred)
+      queued[static_cast<size_t>(q)].push_back([f, laneOps]() mutable { f(laneOps); });
+    else
+      f(laneOps);
+    pending |= 1u << q;
   }
-  void sideDone() { pending = true; }
-  void joinSide() {
-    if (!pending) return;
-    pending = false;
+  void joinLane(int q) {
+    if (!((pending >> q) & 1u)) return;
+    for (auto& g : queued[static_cast<size_t>(q)]) g();
+    queued[static_cast<size_t>(q)].clear();
+    pending &= ~(1u << q);
     ++joins;
   }
 };
@@ -58,7 +76,7 @@ Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel) 
   const Eigen::Index m = A0.rows(), n = A0.cols(), k = std::min(m, n);
   Mat<T> A = A0, Tm(k, k);
   std::vector<T> tau(static_cast<size_t>(k));
-  const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, nb, panel);
+  const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, nb, panel, ops.lanes());
   const T guard = T(12345.5);
   // As many guard values as the promised scratch, so that even an overrun by a whole region is caught here.
   const Eigen::Index guards = std::max<Eigen::Index>(need, 64);
@@ -74,7 +92,8 @@ Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel) 
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("look-ahead: split update, forks joined, scratch sufficient", T, float, double) {
+TEST_CASE_TEMPLATE("look-ahead lanes: split updates, forks joined, lanes nested, scratch sufficient", T, float,
+                   double) {
   TCQR_RANDOM_SEED();
   const double eps = double(Eigen::NumTraits<T>::epsilon());
   struct Case {
@@ -82,26 +101,68 @@ TEST_CASE_TEMPLATE("look-ahead: split update, forks joined, scratch sufficient",
     PanelKind panel;
   };
   for (const Case c : {Case{700, 300, 32, PanelKind::Tsqr}, Case{700, 300, 48, PanelKind::Geqrf},
-                       Case{5000, 200, 32, PanelKind::Hybrid}, Case{260, 250, 16, PanelKind::Tsqr}}) {
-    INFO(c.m << " x " << c.n << ", nb " << c.nb << ", panel " << int(c.panel));
-    const Mat<T> A = tcqr_test::uniformMatrix<T>(c.m, c.n);
-    SideLaneHostOps<T> side;
-    const Result withSide = factorWith<T>(side, A, c.nb, c.panel);
-    CHECK(side.forks > 0);
-    CHECK(side.forks == side.joins);
-    CHECK(!side.pending);
-    CHECK(!side.forkWhilePending);
-    // A correct factorization: ||A - Q R|| / (||A|| m eps) with Q the product of the reflectors (Eigen's
-    // HouseholderSequence over the packed factor and tau), as the library's own suites bound it. (Entrywise agreement
-    // with the run without a side lane is not asked for: the split GEMMs may round differently, and a Householder
-    // sign at rounding level may then flip.)
-    const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(withSide.packed, withSide.tau) *
-                              Eigen::MatrixXd::Identity(c.m, c.n);
-    const Eigen::MatrixXd R = withSide.packed.topRows(c.n).template triangularView<Eigen::Upper>();
-    const Eigen::MatrixXd Ad = A.template cast<double>();
-    CHECK((Ad - Q * R).norm() / (Ad.norm() * double(c.m) * eps) < 30);
-    CHECK((Q.transpose() * Q - Eigen::MatrixXd::Identity(c.n, c.n)).norm() / (double(c.m) * eps) < 30);
+                       Case{5000, 200, 32, PanelKind::Hybrid}, Case{260, 250, 16, PanelKind::Tsqr},
+                       Case{600, 600, 8, PanelKind::Hybrid}, Case{520, 700, 16, PanelKind::Tsqr}}) {
+    for (int laneCount : {1, 2, 4}) {
+      for (bool deferred : {true, false}) {
+        INFO(c.m << " x " << c.n << ", nb " << c.nb << ", panel " << int(c.panel) << ", lanes " << laneCount
+                  << (deferred ? ", run at the join" : ", run at the fork"));
+        const Mat<T> A = tcqr_test::uniformMatrix<T>(c.m, c.n);
+        LaneHostOps<T> ops;
+        ops.laneCount = laneCount;
+        ops.deferred = deferred;
+        const Result r = factorWith<T>(ops, A, c.nb, c.panel);
+        CHECK(ops.forks > 0);
+        CHECK(ops.forks == ops.joins);
+        CHECK(ops.pending == 0u);
+        CHECK(!ops.forkWhilePending);
+        CHECK(!ops.badLane);
+        // The lanes used are those laneScratchSizes (the column tree walked alone) gives scratch to; 600 x 600 with
+        // nb 8 nests three deep.
+        Eigen::Index need[tcqr::detail::kMaxLanes];
+        tcqr::detail::laneScratchSizes(c.m, c.n, c.nb, laneCount, need);
+        int expected = -1;
+        for (int q = 0; q < tcqr::detail::kMaxLanes; ++q)
+          if (need[q] > 0) expected = q;
+        CHECK(ops.highestLane == expected);
+        if (c.n == 600) CHECK(ops.highestLane == std::min(laneCount, 3) - 1);
+        // A correct factorization: ||A - Q R|| / (||A|| m eps) with Q the product of the reflectors (Eigen's
+        // HouseholderSequence over the packed factor and tau), as the library's own suites bound it. (Entrywise
+        // agreement with the run without lanes is not asked for: the split GEMMs may round differently, and a
+        // Householder sign at rounding level may then flip.)
+        const Eigen::Index k = std::min(c.m, c.n);
+        const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(r.packed, r.tau) *
+                                  Eigen::MatrixXd::Identity(c.m, k);
+        const Eigen::MatrixXd R = r.packed.topRows(k).template triangularView<Eigen::Upper>();
+        const Eigen::MatrixXd Ad = A.template cast<double>();
+        CHECK((Ad - Q * R).norm() / (Ad.norm() * double(c.m) * eps) < 30);
+        CHECK((Q.transpose() * Q - Eigen::MatrixXd::Identity(k, k)).norm() / (double(c.m) * eps) < 30);
+      }
+    }
   }
+}
+
+TEST_CASE("look-ahead lanes: scratch of each lane from the column tree") {
+  using tcqr::detail::kMaxLanes;
+  Eigen::Index need[kMaxLanes];
+  // 16384 columns, nb 32: lane 0's largest update is the top node's, 8192 reflectors on the 4096 columns of its
+  // right child's right half; lane 1 first forks inside the top right child's left child (4096 columns).
+  tcqr::detail::laneScratchSizes(16384, 16384, 32, 2, need);
+  CHECK(need[0] == tcqr::detail::applyScratchSize(8192, 4096));
+  CHECK(need[1] == tcqr::detail::applyScratchSize(2048, 1024));
+  CHECK(need[2] == 0);
+  CHECK(need[3] == 0);
+  tcqr::detail::laneScratchSizes(16384, 16384, 32, 0, need);
+  for (Eigen::Index x : need) CHECK(x == 0);
+  tcqr::detail::laneScratchSizes(100, 64, 32, 4, need);  // two leaves: the right child is a leaf, nothing to fork
+  for (Eigen::Index x : need) CHECK(x == 0);
+  CHECK(tcqr::detail::factorTotalScratch(4096, 4096, 32, PanelKind::Tsqr, 3) ==
+        tcqr::detail::factorTotalScratch(4096, 4096, 32, PanelKind::Tsqr) + [] {
+          Eigen::Index n3[kMaxLanes], sum = 0;
+          tcqr::detail::laneScratchSizes(4096, 4096, 32, 3, n3);
+          for (Eigen::Index x : n3) sum += x;
+          return sum;
+        }());
 }
 
 namespace {
@@ -221,7 +282,7 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
   struct Case {
     Eigen::Index m, n, nb, cap;
     PanelKind panel;
-    bool sideLane;   // with the look-ahead's split update
+    bool sideLane;   // with look-ahead lanes (two, run at the join)
     Eigen::Index zeroColumn;  // -1: none; else a zero column (a leaf split around an identity reflector)
   };
   for (const Case c : {Case{700, 512, 32, 64, PanelKind::Tsqr, false, -1}, Case{700, 512, 32, 128, PanelKind::Tsqr, true, -1},
@@ -236,11 +297,11 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
     if (c.zeroColumn >= 0) identity = tcqr::detail::hostIdentityReflectorColumns(View<T>(A0.data(), m, n, m));
     Mat<T> A = A0, Tm = Mat<T>::Zero(k, k);
     std::vector<T> tau(static_cast<size_t>(k));
-    const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, c.nb, c.panel);
+    const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, c.nb, c.panel, c.sideLane ? 2 : 0);
     const T guard = T(12345.5);
     std::vector<T> scratch(static_cast<size_t>(2 * need + 64), guard);
     std::vector<Eigen::Index> blocks, uncapped;
-    SideLaneHostOps<T> side;
+    LaneHostOps<T> side;
     HostOps<T> plain;
     side.maxMergedCols = plain.maxMergedCols = c.cap;
     if (c.sideLane)
@@ -254,7 +315,10 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
     Eigen::Index touched = 0;
     for (Eigen::Index i = need; i < Eigen::Index(scratch.size()); ++i) touched += scratch[static_cast<size_t>(i)] != guard;
     CHECK(touched == 0);
-    if (c.sideLane) CHECK(side.forks == side.joins);
+    if (c.sideLane) {
+      CHECK(side.forks > 0);
+      CHECK(side.forks == side.joins);
+    }
     {  // the same matrix without a cap, for the block count
       Mat<T> A2 = A0, T2 = Mat<T>::Zero(k, k);
       std::vector<T> tau2(static_cast<size_t>(k));
