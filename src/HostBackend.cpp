@@ -32,7 +32,7 @@ class HostQRState final : public QRState<S> {
     const Index k = std::min(rows, cols);
     // The staged input becomes the factorization storage; the previous storage becomes the next staging buffer.
     std::swap(m_a, m_stage);
-    m_notFinite = !MapM<S>(m_a.data(), rows, cols, Eigen::OuterStride<>(std::max<Index>(rows, 1))).allFinite();
+    m_notFinite = !allFiniteContiguous(m_a.data(), rows * cols);  // (staged: ld == rows)
     m_tau.assign(static_cast<size_t>(k), S(0));
     m_scratch.resize(static_cast<size_t>(factorTotalScratch(rows, cols, nb(), panelKind())));
     m_blocks.clear();

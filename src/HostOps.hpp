@@ -26,6 +26,16 @@ MapM<S> map(View<S> v) {
   return MapM<S>(v.p, v.rows, v.cols, Eigen::OuterStride<>(v.ld));
 }
 
+/// Whether the `count` scalars at p are all finite. x - x is 0 for a finite x and NaN for NaN or +-Inf, so one
+/// vectorized sum answers it; Eigen's allFinite() tests element by element with an early exit, a scalar loop that
+/// took about 4 us of the 17 us of a 1000 x 10 float compute() (build machine, perf, 2026-11-27).
+template <typename S>
+bool allFiniteContiguous(const S* p, Index count) {
+  if (count <= 0) return true;
+  const Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>> a(p, count);
+  return std::isfinite((a - a).sum());
+}
+
 /// Rounding of one operand entry in each mode, as the tensor cores see it (the Host backend's emulation).
 inline float roundTf32(float x) {
   if (!std::isfinite(x)) return x;

@@ -43,7 +43,7 @@ class HostTallSkinnyState final : public TallSkinnyState<S> {
     m_cols = cols;
     m_what = what | 0x1u;
     std::swap(m_a, m_stage);  // the staged input becomes the working storage
-    m_notFinite = !MapM<S>(m_a.data(), rows, cols, Eigen::OuterStride<>(std::max<Index>(rows, 1))).allFinite();
+    m_notFinite = !allFiniteContiguous(m_a.data(), rows * cols);  // (staged: ld == rows)
     const Index n = cols;
     const bool needT = tallSkinnyNeedsT(rows, cols, what);
     m_tau.assign(needT ? static_cast<size_t>(n) : 0, S(0));
