@@ -16,7 +16,7 @@
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
 //   setZero(A)
 //   maxMergedCols                                 widest node whose T factorRecursive merges when blocks are taken
-//   lanes(), runOnLane(q, f), joinLane(q)         factorRecursive's look-ahead lanes (0 lanes: none)
+//   lanes(), runOnLane(q, f), joinLane(q), joinAllLanes()   factorRecursive's look-ahead lanes (0 lanes: none)
 // Every temporary comes from one scratch region sized up front by the callers (see *ScratchSize), so nothing is
 // allocated inside the recursion.
 #pragma once
@@ -359,7 +359,9 @@ void applyWYBlocks(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool
 /// that same lane again. Nodes that would need more lanes than the Ops have update on the main lane. Every fork is
 /// joined before the forking node returns. Each lane has its own scratch (`lanes`, from factor()). Ops provides
 ///   lanes() (0: no look-ahead), runOnLane(q, f) (lane q first waits for the work queued on the main lane, then
-///   f(laneOps) queues work on it), joinLane(q) (the main lane waits for lane q's queued work; no-op when none).
+///   f(laneOps) queues work on it), joinLane(q) (the main lane waits for lane q's queued work; no-op when none),
+///   joinAllLanes() (noexcept: joins every lane with queued work; factor() calls it on the way out, even when an
+///   operation threw).
 ///
 /// `identity` (null, or a flag per column: identityReflectorColumns) marks the columns whose reflector may have to
 /// be the identity (tau = 0), which neither a TSQR panel (ReconstructWY always reflects) nor cuSOLVER's geqrf (it
@@ -439,11 +441,11 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   const Index w = lookaheadWindow(n2, nb);
   const bool fork = lanes != nullptr && w > 0 && q >= 0 && q < lanes->count && q < ops.lanes();
   if (fork) {
+    if (applyScratchSize(n1, n2 - w) > lanes->size[q])  // laneScratchWalk and this recursion must agree
+      throw std::logic_error("tcqr: look-ahead lane scratch too small (internal error)");
     applyWYBlocks(ops, A1, T1, A2.leftCols(w), true, true, scratch, leftBlocks ? &left : nullptr);
     const View<S> rest = A2.rightCols(n2 - w);
     S* laneScratch = lanes->p[q];
-    if (applyScratchSize(n1, n2 - w) > lanes->size[q])  // laneScratchWalk and this recursion must agree
-      throw std::logic_error("tcqr: look-ahead lane scratch too small (internal error)");
     ops.runOnLane(q, [=](auto& o) {
       applyWYBlocks(o, A1, T1, rest, true, true, laneScratch, leftBlocks ? &left : nullptr);
     });
@@ -524,8 +526,16 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S
       p += lanes.size[q];
     }
   }
-  factorRecursive(ops, A.leftCols(k), tau, T, nb, panel, scratch, identity, blocks, 0, true,
-                  lanes.count > 0 ? &lanes : nullptr);
+  {
+    // Every fork is joined inside the recursion; this also joins them when an operation throws half-way, so that
+    // nothing queued later on the main lane (or the caller's next use of A) runs beside a lane still writing A.
+    struct JoinLanes {
+      Ops& o;
+      ~JoinLanes() { o.joinAllLanes(); }
+    } join{ops};
+    factorRecursive(ops, A.leftCols(k), tau, T, nb, panel, scratch, identity, blocks, 0, true,
+                    lanes.count > 0 ? &lanes : nullptr);
+  }
   if (n > k) applyWYBlocks(ops, A.leftCols(k), T, A.rightCols(n - k), true, true, scratch, blocks);
   if (colScale) ops.scaleColumns(A, colScale, true, true);
 }

@@ -313,6 +313,7 @@ class CudaQRState final : public QRState<S> {
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
       if (partialBytes > 0) m_partials.buffer.reserve(partialBytes);
+      m_ctx.reserveLanes(lookaheadLanes(resolvedPrecision(), rows, cols), convBytes, partialBytes);
       if (resolvedPrecision() == Precision::FP16) m_colScale.reserve(std::max<Index>(cols, 1));
       m_lastRow.reserve(cols, stream());
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {

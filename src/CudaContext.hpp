@@ -80,10 +80,13 @@ class CudaContext {
     applyStream();
   }
 
-  /// Waits until everything queued on stream() has completed.
+  /// Waits until everything queued on stream() has completed, and on the look-ahead lanes (joined into stream()
+  /// normally, but not after a factorization that threw between a fork and its join).
   void synchronize() const {
     DeviceGuard g(m_device);
     TCQR_CHECK(cudaStreamSynchronize(stream()));
+    for (const CudaLane& l : m_lanes)
+      if (l.stream) TCQR_CHECK(cudaStreamSynchronize(l.stream));
   }
 
   /// For destructors: waits for the user's stream (if set) and the own stream (if created), reporting failures to
@@ -104,17 +107,20 @@ class CudaContext {
       if (l.blas) TCQR_CHECK(cublasSetEmulationStrategy(l.blas, strategy));
   }
 
-  /// Gives `ops` the first `count` look-ahead lanes of factorRecursive (at most kMaxLanes), created on first use:
-  /// non-blocking streams, each with its own cuBLAS handle (math mode and emulation strategy as blas()), limited to
-  /// all but `reserveSMs` multiprocessors (cublasSetSmCountTarget) so that the main lane's panel kernels find free
-  /// ones (bench/overlap_probe: with every SM taken, a TF32 GEMM let 10% of a chain of panels run beside it, with 16
-  /// left free 80%), fork/join events and GEMM workspaces of its own. Lanes only ever run between a fork and a join
-  /// on stream(), so synchronizing stream() covers them.
+  /// Gives `ops` the first `count` look-ahead lanes of factorRecursive (at most kMaxLanes; created and their
+  /// workspaces sized by reserveLanes): non-blocking streams, each with its own cuBLAS handle (math mode and
+  /// emulation strategy as blas()) whose GEMMs may use all but `reserveSMs` multiprocessors (cublasSetSmCountTarget;
+  /// negative: half of them; clamped to leave the lanes at least one), so that the main lane's panel kernels find
+  /// free ones (bench/overlap_probe: with every SM taken, a TF32 GEMM let 10% of a chain of panels run beside it,
+  /// with 16 left free 80%). The lanes' own small kernels are not limited. Fork/join events and GEMM workspaces of
+  /// its own. Every fork is joined into stream() before factor() returns or throws (its guard), and synchronize()
+  /// waits for the lanes too.
   template <typename S>
   void fillLanes(CudaOps<S>& ops, int count, int reserveSMs) const {
     count = std::min(count, kMaxLanes);
     if (count <= 0) return;
-    const int target = reserveSMs > 0 && reserveSMs < m_sms ? m_sms - reserveSMs : 0;  // 0: no limit
+    const int reserve = std::min(reserveSMs < 0 ? m_sms / 2 : reserveSMs, m_sms - 1);
+    const int target = reserve > 0 ? m_sms - reserve : 0;  // 0: no limit
     for (int q = 0; q < count; ++q) {
       CudaLane& l = m_lanes[static_cast<size_t>(q)];
       if (!l.stream) createLane(l, q);
@@ -122,6 +128,25 @@ class CudaContext {
     }
     ops.laneTable = m_lanes.data();
     ops.laneCount = count;
+  }
+  /// Creates the first `count` lanes and sizes their GEMM workspaces like the main lane's (`conversionBytes`,
+  /// `partialBytes`): a lane's product runs in column passes as wide as its partials workspace holds, so an empty
+  /// one would run it a column at a time. For the state's allocate(), so that a factorization allocates nothing.
+  void reserveLanes(int count, Index conversionBytes, Index partialBytes) const {
+    count = std::min(count, kMaxLanes);
+    bool grows = false;
+    for (int q = 0; q < count; ++q) {
+      CudaLane& l = m_lanes[static_cast<size_t>(q)];
+      if (!l.stream) createLane(l, q);
+      grows = grows || conversionBytes > l.conversion->buffer.capacity() ||
+              partialBytes > l.partials->buffer.capacity();
+    }
+    if (grows) synchronize();  // queued lane work may still use the buffers about to be replaced
+    for (int q = 0; q < count; ++q) {
+      const CudaLane& l = m_lanes[static_cast<size_t>(q)];
+      if (conversionBytes > 0) l.conversion->buffer.reserve(conversionBytes);
+      if (partialBytes > 0) l.partials->buffer.reserve(partialBytes);
+    }
   }
   /// Frees the lanes' GEMM workspaces (after a failed allocation; they grow again on demand).
   void releaseLaneBuffers() const {

@@ -273,30 +273,34 @@ struct CudaOps {
     const CudaLane& l = laneTable[q];
     TCQR_CHECK(cudaEventRecord(l.fork, stream));
     TCQR_CHECK(cudaStreamWaitEvent(l.stream, l.fork, 0));
-    // The lane's workspaces grow to the main lane's size on first use: gemmChunks does a product in column passes
-    // as wide as its partials workspace holds, so an empty one would run it one column at a time.
-    if (conversion && l.conversion->buffer.capacity() < conversion->buffer.capacity())
-      l.conversion->reserve(conversion->buffer.capacity(), l.stream);
-    if (partials && l.partials->buffer.capacity() < partials->buffer.capacity())
-      l.partials->reserve(partials->buffer.capacity(), l.stream);
     CudaOps o = *this;
     o.blas = l.blas;
     o.stream = l.stream;
     o.solver = nullptr;
-    o.conversion = l.conversion;
+    o.conversion = l.conversion;  // (sized like the main lane's by CudaContext::reserveLanes)
     o.partials = partials ? l.partials : nullptr;
     o.laneTable = nullptr;
     o.laneCount = 0;
     o.pendingLanes = 0;
     o.trace = nullptr;
+    pendingLanes |= 1u << q;  // from here on, even if f throws half-way
     f(o);
     TCQR_CHECK(cudaEventRecord(l.done, l.stream));
-    pendingLanes |= 1u << q;
   }
   void joinLane(int q) {
     if (!(pendingLanes & (1u << q))) return;
     TCQR_CHECK(cudaStreamWaitEvent(stream, laneTable[q].done, 0));
     pendingLanes &= ~(1u << q);
+  }
+  /// The main lane waits for every lane with queued work (factor()'s guard, also when unwinding: lane q's event
+  /// may then not cover its last operations, so the lane's stream itself is waited for).
+  void joinAllLanes() noexcept {
+    for (int q = 0; q < laneCount; ++q) {
+      if (!(pendingLanes & (1u << q))) continue;
+      TCQR_CHECK_NOTHROW(cudaEventRecord(laneTable[q].done, laneTable[q].stream));
+      TCQR_CHECK_NOTHROW(cudaStreamWaitEvent(stream, laneTable[q].done, 0));
+    }
+    pendingLanes = 0;
   }
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {

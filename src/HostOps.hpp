@@ -117,6 +117,7 @@ struct HostOps {
     f(*this);
   }
   void joinLane(int) {}
+  void joinAllLanes() noexcept {}
 
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);

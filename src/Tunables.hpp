@@ -99,10 +99,11 @@ inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n) {
   (void)n;
   return 0;
 }
+/// (-1: half the device's multiprocessors, where the measured gains were; CudaContext::fillLanes.)
 inline int lookaheadReserveSMs(Precision mode) {
   if (const char* v = std::getenv("TCQR_LOOKAHEAD_RESERVE")) return std::max(0, std::atoi(v));
   (void)mode;
-  return 16;
+  return -1;
 }
 /// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -34,7 +35,10 @@ using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
 
 /// HostOps with look-ahead lanes. `deferred`: a lane's work runs when the main lane joins it, the latest a GPU could
 /// run it, so a missing join (the main lane reading columns the lane has not updated yet) or a main-lane write to
-/// the lane's columns changes the result; otherwise at once, the earliest. Counts forks and joins.
+/// the lane's columns changes the result; otherwise at once, the earliest. Counts forks and joins. With `base` set
+/// (factor()'s scratch; regions as factor() lays them out), it also checks that the lanes' scratch is their own: a
+/// lane's region is unchanged between its fork and the moment its work runs (nobody else wrote it meanwhile), and the
+/// main lane's region is unchanged by a lane's work.
 template <typename T>
 struct LaneHostOps : HostOps<T> {
   int laneCount = 2;
@@ -42,8 +46,22 @@ struct LaneHostOps : HostOps<T> {
   std::array<std::vector<std::function<void()>>, tcqr::detail::kMaxLanes> queued;
   unsigned pending = 0;
   int forks = 0, joins = 0, highestLane = -1;
-  bool forkWhilePending = false, badLane = false;
+  bool forkWhilePending = false, badLane = false, laneRegionWritten = false, mainRegionWritten = false;
+  T* base = nullptr;
+  Eigen::Index mainSize = 0;
+  std::array<Eigen::Index, tcqr::detail::kMaxLanes> offset{}, size{};
+  std::array<std::vector<T>, tcqr::detail::kMaxLanes> atFork;
+
   int lanes() const { return laneCount; }
+  std::vector<T> region(Eigen::Index off, Eigen::Index n) const {
+    return base ? std::vector<T>(base + off, base + off + n) : std::vector<T>();
+  }
+  /// Runs lane work g, recording whether it wrote the main lane's scratch.
+  void runChecked(const std::function<void()>& g) {
+    const std::vector<T> before = region(0, mainSize);
+    g();
+    mainRegionWritten = mainRegionWritten || region(0, mainSize) != before;
+  }
   template <class F>
   void runOnLane(int q, F&& f) {
     badLane = badLane || q < 0 || q >= laneCount;
@@ -51,18 +69,26 @@ struct LaneHostOps : HostOps<T> {
     ++forks;
     highestLane = std::max(highestLane, q);
     HostOps<T> laneOps = *this;
-    if (deferred)
-      queued[static_cast<size_t>(q)].push_back([f, laneOps]() mutable { f(laneOps); });
-    else
-      f(laneOps);
+    std::function<void()> g = [f, laneOps]() mutable { f(laneOps); };
+    if (deferred) {
+      atFork[static_cast<size_t>(q)] = region(offset[static_cast<size_t>(q)], size[static_cast<size_t>(q)]);
+      queued[static_cast<size_t>(q)].push_back(std::move(g));
+    } else {
+      runChecked(g);
+    }
     pending |= 1u << q;
   }
   void joinLane(int q) {
     if (!((pending >> q) & 1u)) return;
-    for (auto& g : queued[static_cast<size_t>(q)]) g();
-    queued[static_cast<size_t>(q)].clear();
+    const size_t i = static_cast<size_t>(q);
+    if (deferred && region(offset[i], size[i]) != atFork[i]) laneRegionWritten = true;
+    for (auto& g : queued[i]) runChecked(g);
+    queued[i].clear();
     pending &= ~(1u << q);
     ++joins;
+  }
+  void joinAllLanes() noexcept {
+    for (int q = 0; q < laneCount; ++q) joinLane(q);
   }
 };
 
@@ -81,6 +107,17 @@ Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel) 
   // As many guard values as the promised scratch, so that even an overrun by a whole region is caught here.
   const Eigen::Index guards = std::max<Eigen::Index>(need, 64);
   std::vector<T> scratch(static_cast<size_t>(need + guards), guard);
+  if constexpr (std::is_base_of<LaneHostOps<T>, Ops>::value) {  // where factor() puts each lane's scratch
+    ops.base = scratch.data();
+    ops.mainSize = tcqr::detail::factorMainScratch(m, n, nb, panel);
+    Eigen::Index sizes[tcqr::detail::kMaxLanes], at = ops.mainSize;
+    tcqr::detail::laneScratchSizes(m, n, nb, ops.lanes(), sizes);
+    for (size_t q = 0; q < static_cast<size_t>(tcqr::detail::kMaxLanes); ++q) {
+      ops.offset[q] = at;
+      ops.size[q] = sizes[q];
+      at += sizes[q];
+    }
+  }
   tcqr::detail::factor(ops, View<T>(A.data(), m, n, m), tau.data(), View<T>(Tm.data(), k, k, k), nb, panel,
                        scratch.data());
   Eigen::Index touched = 0;
@@ -117,6 +154,8 @@ TEST_CASE_TEMPLATE("look-ahead lanes: split updates, forks joined, lanes nested,
         CHECK(ops.pending == 0u);
         CHECK(!ops.forkWhilePending);
         CHECK(!ops.badLane);
+        CHECK(!ops.laneRegionWritten);
+        CHECK(!ops.mainRegionWritten);
         // The lanes used are those laneScratchSizes (the column tree walked alone) gives scratch to; 600 x 600 with
         // nb 8 nests three deep.
         Eigen::Index need[tcqr::detail::kMaxLanes];
