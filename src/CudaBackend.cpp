@@ -295,10 +295,9 @@ class CudaQRState final : public QRState<S> {
   void allocate(Index rows, Index cols) {
     const Index k = std::min(rows, cols);
     // T (k x k) of the compact WY form: the factorization keeps no m x k W.
+    const int lanes = lookaheadLanes(resolvedPrecision(), rows, cols);  // factorRecursive's look-ahead
     const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(k * k, 1), std::max<Index>(k, 1),
-                           std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(),
-                                                              lookaheadLanes(resolvedPrecision(), rows, cols)),
-                                           1)};
+                           std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes), 1)};
     const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
     const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors());
     const bool grows = need[0] > m_a.capacity() || need[1] > m_t.capacity() ||
@@ -313,7 +312,7 @@ class CudaQRState final : public QRState<S> {
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
       if (partialBytes > 0) m_partials.buffer.reserve(partialBytes);
-      m_ctx.reserveLanes(lookaheadLanes(resolvedPrecision(), rows, cols), convBytes, partialBytes);
+      m_ctx.reserveLanes(lanes, convBytes, partialBytes);
       if (resolvedPrecision() == Precision::FP16) m_colScale.reserve(std::max<Index>(cols, 1));
       m_lastRow.reserve(cols, stream());
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {

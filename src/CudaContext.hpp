@@ -149,7 +149,7 @@ class CudaContext {
     }
   }
   /// Frees the lanes' GEMM workspaces (after a failed allocation; they grow again on demand).
-  void releaseLaneBuffers() const {
+  void releaseLaneBuffers() const noexcept {
     for (size_t q = 0; q < m_lanes.size(); ++q) {
       m_laneConversion[q].buffer.release();
       m_lanePartials[q].buffer.release();
@@ -216,10 +216,7 @@ class CudaContext {
 
   void destroy() noexcept {
     for (CudaLane& l : m_lanes) destroyLane(l);
-    for (size_t q = 0; q < m_lanes.size(); ++q) {
-      m_laneConversion[q].buffer.release();
-      m_lanePartials[q].buffer.release();
-    }
+    releaseLaneBuffers();
     if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
     if (m_params) cusolverDnDestroyParams(m_params);
     if (m_solver) cusolverDnDestroy(m_solver);
