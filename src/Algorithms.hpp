@@ -7,6 +7,8 @@
 //   mode                                        the Precision of gemm() (selects the TRMM plan)
 //                                               C += alpha op(L) Z, L lower triangular (trmmLowerAccGeneric or better)
 //   geqrfPanel(A, tau)                           unblocked-quality Householder QR of a panel, LAPACK/Eigen convention
+//   householderPanel(A, tau, T), panelKernelRows geqrfPanel and T in one operation, for panels of at most
+//                                                panelKernelRows rows (0: none; see usePanelKernel)
 //   copyUnitLower(src, dst)                      dst = unit lower trapezoid of src (zeros above, ones on diagonal)
 //   gramUpper(Y, beta, S)                        S = beta S + Y^T Y, of which only the upper triangle is needed
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
@@ -44,6 +46,14 @@ enum class PanelKind {
 inline bool useTsqr(PanelKind panel, Index m, Index n) {
   if (!tsqrApplicable(m, n)) return false;
   return panel == PanelKind::Tsqr || (panel == PanelKind::Hybrid && m >= kTsqrAutoMinRows);
+}
+
+/// Whether a leaf panel (m x n, m >= n) goes to ops.householderPanel: Householder QR and T in one operation, which
+/// the CUDA backend runs as one kernel on a thread-block cluster (kernels/panel_kernels.cu) for panels of up to
+/// ops.panelKernelRows rows. Panel::Auto only; Panel::Tsqr and Panel::Geqrf keep their panels.
+template <class Ops>
+bool usePanelKernel(const Ops& ops, PanelKind panel, Index m, Index n) {
+  return panel == PanelKind::Hybrid && n <= kTsqrMaxCols && m >= n && m <= ops.panelKernelRows;
 }
 
 /// Index of the first set flag among mask[0 : n) (mask may be null), or -1.
@@ -407,13 +417,17 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
       n1 = r;  // (the inner node's update with T1 = 0 leaves A2 as it is, and its merge gives T12 = 0)
     }
     if (n1 == 0 && (f < 0 || (f == 0 && n == 1))) {
-      if (f == 0)
+      if (f == 0) {
         ops.columnReflector(A, tau, scratch);
-      else if (useTsqr(panel, m, n))
+        formPanelT(ops, A, tau, T, scratch);
+      } else if (usePanelKernel(ops, panel, m, n)) {
+        ops.householderPanel(A, tau, T);
+      } else if (useTsqr(panel, m, n)) {
         tsqrPanel(ops, A, tau, scratch, View<S>(), nullptr, T);  // ReconstructWY gives T
-      else
+      } else {
         ops.geqrfPanel(A, tau);
-      if (f == 0 || !useTsqr(panel, m, n)) formPanelT(ops, A, tau, T, scratch);
+        formPanelT(ops, A, tau, T, scratch);
+      }
       if (blocks) blocks->push_back(col0);
       return;
     }

@@ -261,7 +261,13 @@ class CudaQRState final : public QRState<S> {
   }
   /// Whether an m x n factorization is one TSQR panel, whose level 0 can read a device input directly.
   bool onePanel(Index rows, Index cols) const {
-    return rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols);
+    return rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols) &&
+           !(panelKind() == PanelKind::Hybrid && rows <= panelKernelRows());
+  }
+  /// usePanelKernel's row limit for this object's factorizations (0: the one-kernel panel is not used).
+  Index panelKernelRows() const {
+    if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
+    return kernels::householderPanelMaxRows<S>();
   }
 
   cudaStream_t stream() const { return m_ctx.stream(); }
@@ -280,6 +286,8 @@ class CudaQRState final : public QRState<S> {
     ops.partials = &m_partials;
     if (factorization) {
       ops.maxMergedCols = maxMergedCols(mode, m_rows);  // only factorRecursive reads it
+      ops.panelKernelRows = panelKernelRows();
+      ops.panelRowsPerThread = panelKernelRowsPerThread();
       // factorRecursive's look-ahead; allocate() sized the scratch for this many lanes.
       m_ctx.fillLanes(ops, lookaheadLanes(mode, m_rows, m_cols), lookaheadReserveSMs(mode));
     }

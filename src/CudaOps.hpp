@@ -255,6 +255,8 @@ struct CudaOps {
   OpTrace* trace = nullptr;  ///< TCQR_TRACE=1: per-operation GPU times (OpTrace.hpp); null otherwise
   int sms = 1;               ///< multiprocessors of the device (the chunk counts of gemmChunkedTN)
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
+  Index panelKernelRows = 0;  ///< householderPanel's row limit (usePanelKernel; 0: not used)
+  int panelRowsPerThread = 0;  ///< launchHouseholderPanel's choice (0: its own)
 
   OpTraceScope traced(const char* label) const { return OpTraceScope(trace, label, stream); }
   static const char* gemmLabel(Index m, Index n, Index k) {
@@ -429,6 +431,13 @@ struct CudaOps {
     TCQR_CHECK(cusolverDnXgeqrf(solver, params, A.rows, A.cols, Blas<S>::type, A.p, A.ld, Blas<S>::type, tau,
                                 Blas<S>::type, work->get(), dBytes, hBytes ? hostWork->data() : nullptr, hBytes,
                                 dInfo));
+  }
+
+  /// Householder QR and T of a panel of at most panelKernelRows rows and 32 columns in one kernel (one thread-block
+  /// cluster, kernels/panel_kernels.cu).
+  void householderPanel(View<S> A, S* tau, View<S> T) {
+    const auto t = traced("householderPanel (cluster)");
+    kernels::launchHouseholderPanel<S>(A.p, A.ld, A.rows, A.cols, tau, T.p, T.ld, stream, panelRowsPerThread);
   }
 
   /// The Householder reflector of the single column A (m x 1) in place, Eigen's convention (tau = 0 for a zero tail

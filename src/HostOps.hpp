@@ -69,6 +69,7 @@ template <typename S>
 struct HostOps {
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (emulated); gemmExact() always runs in S
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
+  Index panelKernelRows = 0;  ///< usePanelKernel's row limit: 0 in host factorizations, set by tests only
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     const Index inner = (ta == Op::N) ? A.cols : A.rows;
@@ -211,6 +212,20 @@ struct HostOps {
   }
 
   void columnReflector(View<S> A, S* tau, S* /*scratch*/) { geqrfPanel(A.leftCols(1), tau); }
+
+  /// What the CUDA backend's one-kernel panel (kernels::launchHouseholderPanel) computes: Eigen's reflectors, and T
+  /// of H_0 ... H_{k-1} = I - Y T Y^T (zeros below the diagonal).
+  /// The same operations as geqrfPanel + formPanelT (Algorithms.hpp), so the same bits.
+  void householderPanel(View<S> A, S* tau, View<S> T) {
+    geqrfPanel(A, tau);
+    const Index m = A.rows, k = A.cols;
+    std::vector<S> buf(static_cast<size_t>(2 * k * k));
+    View<S> Yt(buf.data(), k, k, k), Sm(buf.data() + k * k, k, k, k);
+    copyUnitLower(A.topRows(k), Yt);
+    gramUpper(Yt, S(0), Sm);
+    if (m > k) gramUpper(A.bottomRows(m - k), S(1), Sm);
+    formT(Sm, tau, T);
+  }
 
   void copyUnitLower(View<S> src, View<S> dst) {
     auto s = map(src);

@@ -105,6 +105,18 @@ inline int lookaheadReserveSMs(Precision mode) {
   (void)mode;
   return -1;
 }
+/// Panel::Auto on the CUDA backend factors panels of up to kernels::householderPanelMaxRows rows (16384 in float,
+/// 8192 in double on the H100) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel) instead of
+/// the TSQR panel. TCQR_PANEL_KERNEL=0 turns that off (for measurements), TCQR_PANEL_ROWS_PER_THREAD=<1|2|4> fixes
+/// the kernel's rows per thread (and with it its block count).
+inline bool panelKernelEnabled() {
+  const char* v = std::getenv("TCQR_PANEL_KERNEL");
+  return v == nullptr || std::atoi(v) != 0;
+}
+inline int panelKernelRowsPerThread() {
+  const char* v = std::getenv("TCQR_PANEL_ROWS_PER_THREAD");
+  return v ? std::max(0, std::atoi(v)) : 0;
+}
 /// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;
 

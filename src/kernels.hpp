@@ -62,6 +62,21 @@ template <typename S>
 void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, Index ldt, Index n1, Index n2,
                        bool hasBottom, cudaStream_t stream);
 
+/// Most rows launchHouseholderPanel takes on the current device (0: none, before sm_90 or when no cluster of the
+/// kernel's blocks fits). Cached per device.
+template <typename S>
+Index householderPanelMaxRows();
+
+/// Householder QR of the panel A (m x n, n <= 32, n <= m <= householderPanelMaxRows) in place, Eigen's convention (as
+/// launchColumnReflector per column: R on and above the diagonal, essential parts below, tau = 0 for a tail of
+/// squared norm at most the smallest normal number), its n coefficients to tau, and T (n x n, upper triangular, zeros
+/// below the diagonal) with H_0 ... H_{n-1} = I - Y T Y^T. One launch of one thread-block cluster
+/// (kernels/panel_kernels.cu). rowsPerThread (1, 2 or 4 in float, 1 or 2 in double; 0: the fewest that fit) picks
+/// the block count, for measurements.
+template <typename S>
+void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
+                            int rowsPerThread = 0);
+
 }  // namespace kernels
 }  // namespace tcqr
 

@@ -558,8 +558,12 @@ void panelSuite(Backend backend) {
                         Case{257, 129, 8}, Case{120, 250, 32}, Case{40, 32, 32}, Case{31, 31, 0}, Case{300, 1, 0}}) {
     INFO("panel suite, " << c.m << " x " << c.n << ", block size " << c.blockSize);
     const M A = conditionedMatrix<Scalar>(c.m, c.n, Spectrum::Arithmetic, 10.0);
-    for (tcqr::Panel panel : {tcqr::Panel::Geqrf, tcqr::Panel::Tsqr}) {
-      INFO("panel " << (panel == tcqr::Panel::Tsqr ? "Tsqr" : "Geqrf"));
+    // On the CUDA backend Panel::Auto factors these panels with the one-kernel Householder panel (Algorithms.hpp
+    // usePanelKernel); on the host it is Geqrf's, already run.
+    std::vector<tcqr::Panel> panels{tcqr::Panel::Geqrf, tcqr::Panel::Tsqr};
+    if (backend == Backend::Cuda) panels.push_back(tcqr::Panel::Auto);
+    for (tcqr::Panel panel : panels) {
+      INFO("panel " << (panel == tcqr::Panel::Tsqr ? "Tsqr" : panel == tcqr::Panel::Geqrf ? "Geqrf" : "Auto"));
       // (the full m x m Q only for moderate m: Q^T Q of a 2048 x 2048 Q would dominate the host test's time)
       const TCQR<M> qr = factorAndCheck<M>(A, Options{backend, c.blockSize, c.m <= 600, panel});
       checkAgainstEigen<M>(A, qr, 10.0);

@@ -93,7 +93,7 @@ void conditionedSuite(Backend backend, Index m, Index n);
 /// Zero columns (tau = 0, no NaN), an all-zero matrix, duplicated columns, low rank.
 template <typename Scalar>
 void rankDeficientSuite(Backend backend);
-/// The panel factorizations (Panel::Geqrf and Panel::Tsqr): the same factorization as Eigen's up to rounding, and
+/// The panel factorizations (Panel::Geqrf, Panel::Tsqr, and on the GPU Auto's one-kernel panel): the same factorization as Eigen's up to rounding, and
 /// the LAPACK ratios on ill-conditioned and rank-deficient panels.
 template <typename Scalar>
 void panelSuite(Backend backend);

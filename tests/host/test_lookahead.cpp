@@ -407,3 +407,59 @@ TEST_CASE_TEMPLATE("merge cap: left children wider than maxMergedCols stay block
     }
   }
 }
+
+/// HostOps that count the one-kernel panels (usePanelKernel's branch of factorRecursive) and their heights.
+template <typename T>
+struct PanelCountingOps : HostOps<T> {
+  int panels = 0;
+  Eigen::Index tallest = 0;
+  void householderPanel(View<T> A, T* tau, View<T> Tm) {
+    ++panels;
+    tallest = std::max(tallest, A.rows);
+    HostOps<T>::householderPanel(A, tau, Tm);
+  }
+};
+
+TEST_CASE_TEMPLATE("one-kernel panels: Auto's leaves up to panelKernelRows, the same factorization as Geqrf's", T,
+                   float, double) {
+  TCQR_RANDOM_SEED();
+  const Eigen::Index m = 700, n = 200, k = 200, nb = 32;
+  const Mat<T> A0 = tcqr_test::uniformMatrix<T>(m, n);
+  auto run = [&](PanelKind panel, PanelCountingOps<T>& ops, Mat<T>& A, std::vector<T>& tau, Mat<T>& Tm) {
+    A = A0;
+    Tm = Mat<T>::Zero(k, k);
+    tau.assign(static_cast<size_t>(k), T(0));
+    std::vector<T> scratch(static_cast<size_t>(tcqr::detail::factorTotalScratch(m, n, nb, panel)));
+    tcqr::detail::factor(ops, View<T>(A.data(), m, n, m), tau.data(), View<T>(Tm.data(), k, k, k), nb, panel,
+                         scratch.data());
+  };
+  Mat<T> Ag, Tg, Ah, Th;
+  std::vector<T> taug, tauh;
+  PanelCountingOps<T> geqrf, hybrid;
+  run(PanelKind::Geqrf, geqrf, Ag, taug, Tg);
+  CHECK(geqrf.panels == 0);
+  // Leaves of at most 600 rows: the recursion's 7 leaves start at rows 0, 32, ..., 192 (heights 700 down to 508),
+  // so the last three (572, 540 and 508 rows).
+  hybrid.panelKernelRows = 600;
+  run(PanelKind::Hybrid, hybrid, Ah, tauh, Th);
+  CHECK(hybrid.panels == 3);
+  CHECK(hybrid.tallest == 572);
+  // Every leaf through the panel kernel: the operations of geqrfPanel + formPanelT, so the same bits.
+  PanelCountingOps<T> all;
+  all.panelKernelRows = m;
+  Mat<T> Aa, Ta;
+  std::vector<T> taua;
+  run(PanelKind::Hybrid, all, Aa, taua, Ta);
+  CHECK(all.panels == 7);
+  CHECK(all.tallest == m);
+  CHECK((Aa.array() == Ag.array()).all());
+  CHECK(taua == taug);
+  CHECK((Ta.array() == Tg.array()).all());
+  // Panel kinds other than Hybrid (Panel::Auto) never take the branch.
+  PanelCountingOps<T> tsqr;
+  tsqr.panelKernelRows = m;
+  Mat<T> At, Tt;
+  std::vector<T> taut;
+  run(PanelKind::Tsqr, tsqr, At, taut, Tt);
+  CHECK(tsqr.panels == 0);
+}

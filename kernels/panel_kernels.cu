@@ -1,0 +1,435 @@
+// panel_kernels.cu - a whole Householder panel (at most 32 columns, up to 16384 rows in float and 8192 in double) in
+// one launch: the panel lives in the registers of a thread-block cluster (sm_90, up to 16 blocks), and every
+// reduction over the rows is a shuffle reduce-scatter inside each warp, a sum over the block's warps in shared
+// memory and an exchange of the blocks' partial sums through distributed shared memory, closed by one cluster
+// barrier. Unlike the TSQR panel (a tree of tile QRs, a tree of Q applications and ReconstructWY: six launches and
+// about 7 x 32 dependent column steps per panel) this is plain column-by-column Householder QR with Eigen's
+// reflector convention, so there is nothing to reconstruct, a zero tail gives tau = 0, and T comes out of the same
+// reductions (larft's Y^T v_j are the dot products of v_j with the columns left of it).
+//
+// Per column j the cluster runs one reduction (two when the short cut below is refused):
+//   p_k = sum_{i >= j} v_i A(i, k) for every k != j: for k > j the update's w = v^T A, for k < j T's Y^T v_j;
+//   slot j: S = sum_{i >= j} A(i, j+1)^2 before the update.
+// The next column's tail norm then needs no reduction of its own: H_j is orthogonal on rows >= j, so after the
+// update sum_{i >= j+2} A(i, j+1)^2 = S - A(j, j+1)^2 - A(j+1, j+1)^2, whose two entries every thread computes from
+// values their owners pushed before the barrier. That difference loses digits when the column's weight sits in
+// rows j and j+1; below a quarter of S it is recomputed by a reduction of its own (as LAPACK's xLAQPS recomputes
+// downdated column norms), so the squared tail norm is within a few ulps of S of the direct sum.
+//
+// All blocks sum the partial sums in the same order, so every thread of the cluster holds bit-identical totals and
+// takes the same branches (a divergent branch around a cluster barrier would hang).
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+
+#include <cooperative_groups.h>
+
+#include "../src/CudaCheck.hpp"
+#include "../src/kernels.hpp"
+
+namespace cg = cooperative_groups;
+
+namespace tcqr {
+namespace kernels {
+
+namespace {
+
+constexpr int kPanelWarps = 8;
+constexpr int kPanelThreads = 32 * kPanelWarps;
+constexpr int kPanelMaxCluster = 16;
+constexpr int kPanelCols = 32;
+
+template <typename S>
+struct PanelShared {
+  S red[kPanelWarps][32];                 // the warps' sums of one reduction
+  S part[2][kPanelMaxCluster][32];        // the blocks' partial sums (double-buffered: see clusterReduce)
+  S own[2][4];                            // single entries pushed by their owners
+  S T[kPanelCols][kPanelCols + 1];        // T by columns, T[k][i] = T(i, k) (rank 0)
+};
+
+__device__ __forceinline__ void clusterArrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void clusterWait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+
+template <typename S>
+__device__ __forceinline__ S panelTinyNormSq();
+template <>
+__device__ __forceinline__ float panelTinyNormSq<float>() { return FLT_MIN; }
+template <>
+__device__ __forceinline__ double panelTinyNormSq<double>() { return DBL_MIN; }
+
+/// One butterfly stage of reduceScatter32: lanes with bit O set keep the upper O of their 2 O values, the others the
+/// lower O, each adding its partner's copy of the half it keeps.
+template <int O, typename S>
+__device__ __forceinline__ void reduceScatterStage(S (&p)[32], bool upper) {
+#pragma unroll
+  for (int q = 0; q < O; ++q) {
+    const S send = upper ? p[q] : p[q + O];
+    const S keep = upper ? p[q + O] : p[q];
+    p[q] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+  }
+}
+
+/// Lane l ends with the warp's sum of value l in p[0]; 31 shuffles for 32 sums. (Stages as templates: nvcc kept
+/// a loop over them, and with it p, in local memory.)
+template <typename S>
+__device__ __forceinline__ void reduceScatter32(S (&p)[32], int lane) {
+  reduceScatterStage<16>(p, (lane & 16) != 0);
+  reduceScatterStage<8>(p, (lane & 8) != 0);
+  reduceScatterStage<4>(p, (lane & 4) != 0);
+  reduceScatterStage<2>(p, (lane & 2) != 0);
+  reduceScatterStage<1>(p, (lane & 1) != 0);
+}
+
+/// The cluster's sum of `value` (lane l of each warp contributes value l, or every lane the same single value with
+/// kOne), returned in lane l of every warp of every block (kOne: in every thread). `between` runs after this thread
+/// arrived at the cluster barrier and before it waits. Buffer `buf` of part must not be read by anyone any more: the
+/// previous reduction used the other one, and nobody passes this reduction's barrier before every block has read
+/// that one's totals, so two buffers suffice.
+template <bool kOne, typename S, class F>
+__device__ __forceinline__ S clusterReduce(PanelShared<S>& sh, S value, int buf, int C, int rank, int warp, int lane,
+                                           cg::cluster_group& cluster, F&& between) {
+  const int slot = kOne ? 0 : lane;
+  if (kOne) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) value += __shfl_xor_sync(0xffffffffu, value, o);
+    if (lane == 0) sh.red[warp][0] = value;
+  } else {
+    sh.red[warp][lane] = value;
+  }
+  __syncthreads();
+  S b = S(0);
+#pragma unroll
+  for (int w = 0; w < kPanelWarps; ++w) b += sh.red[w][slot];
+  // Warp q pushes this block's partial sums to blocks q, q + kPanelWarps, ...
+  if (!kOne || lane == 0)
+    for (int q = warp; q < C; q += kPanelWarps) *cluster.map_shared_rank(&sh.part[buf][rank][slot], q) = b;
+  clusterArrive();
+  between();
+  clusterWait();
+  S tot = S(0);
+  for (int q = 0; q < C; ++q) tot += sh.part[buf][q][slot];
+  return tot;
+}
+
+/// Pushes v into slot `slot` of own[buf] of every block of the cluster (before the pusher's next arrive).
+template <typename S>
+__device__ __forceinline__ void pushOwn(PanelShared<S>& sh, S v, int buf, int slot, int C, cg::cluster_group& cluster) {
+  for (int q = 0; q < C; ++q) *cluster.map_shared_rank(&sh.own[buf][slot], q) = v;
+}
+
+
+/// Columns of the kernel's loop body (see householderPanelKernel).
+constexpr int kPanelWindow = 1;
+
+/// Householder QR of A (m x n, n <= 32, m >= n) in place, Eigen's convention (R on and above the diagonal, the
+/// essential parts of the reflectors below it, tau = 0 for a tail with squared norm at most the smallest normal
+/// number), and T (n x n, upper triangular, zero below) of H_0 ... H_{n-1} = I - Y T Y^T. One cluster of C blocks;
+/// block b holds rows b * R * 256 + r * 256 + thread (r < R) in registers.
+///
+/// Registers can only be indexed at compile time, but the loop over the columns runs from instruction cache: fully
+/// unrolled over the 32 columns (about 200 KB of code per instantiation, run once per launch) every fetch missed,
+/// 112 us per 16384 x 32 TF32 panel of 16384^2 on the H100, no faster than the TSQR panel. So the loop body handles
+/// kPanelWindow columns, the current ones always in registers 0 .. kPanelWindow - 1, and after each window the
+/// columns rotate left by kPanelWindow (32 moves per row): logical column k sits in register (k - off) & 31, off =
+/// the columns rotated away so far. Measured per panel at 16384^2 TF32 (H100, TCQR_TRACE): windows of 4 columns
+/// 104.5 us, 2 columns 94.4 us, 1 column 90.3 us (ncu at 4 columns: half the stall cycles per instruction were
+/// waiting for an instruction fetch or at a barrier).
+template <typename S, int R>
+__global__ void __launch_bounds__(kPanelThreads, 1)
+    householderPanelKernel(S* __restrict__ A, Index lda, int m, int n, S* __restrict__ tau, S* __restrict__ T,
+                           Index ldt) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cg::cluster_group cluster = cg::this_cluster();
+  const int C = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  __shared__ PanelShared<S> sh;
+
+  // Rows of register r: base + r * kPanelThreads. Only rank 0's r = 0 can hold a row < 33 (a column or reflector
+  // index, or the one after it), so comparisons with j need `lr` alone: the row for r = 0 on rank 0, larger than any
+  // j elsewhere.
+  const Index base = Index(rank) * (R * kPanelThreads) + tid;
+  const int lr = rank == 0 ? tid : kPanelThreads;
+  S a[R][kPanelCols];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const Index i = base + Index(r) * kPanelThreads;
+#pragma unroll
+    for (int k = 0; k < kPanelCols; ++k) a[r][k] = (i < m && k < n) ? A[i + Index(k) * lda] : S(0);
+  }
+
+  int buf = 0;
+  bool exact = true;   // column j's tail norm needs a reduction of its own (always for column 0)
+  S alpha = S(0), tail2 = S(0);
+  S myTau = S(0);      // lane j: tau_j
+  // T's column j - 1, formed during the next barrier from the previous column's reduction: lane q holds p of the
+  // column in register q, whose logical column is (q + zOff) & 31.
+  S zPrev = S(0), tauPrev = S(0);
+  int zOff = 0;
+  const bool tWarp = rank == 0 && warp == 0;
+  // T(0 : j, j) = -tau_j T(0 : j, 0 : j) p(0 : j), T(j, j) = tau_j.
+  // (Unrolled with a predicate: the loads and shuffles of all k issue at once; a loop to j paid their latency j times.)
+  auto tColumn = [&](int j, S z, S tj, int zo) {
+    S acc = S(0);
+#pragma unroll
+    for (int k = 0; k < kPanelCols; ++k) {
+      const S zk = __shfl_sync(0xffffffffu, z, (k - zo) & 31);
+      if (k < j) acc = fma(sh.T[k][lane], zk, acc);
+    }
+    sh.T[j][lane] = lane < j ? -tj * acc : (lane == j ? tj : S(0));
+    __syncwarp();
+  };
+
+  int off = 0;
+  for (; off < n; off += kPanelWindow) {
+    const int lim = n - off;  // registers q < lim hold columns < n (for q > the current column: right of it)
+#pragma unroll
+    for (int jj = 0; jj < kPanelWindow; ++jj) {
+      const int j = off + jj;
+      if (j >= n) break;
+      if (exact) {
+        S s = S(0);
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+          if (r > 0 || lr > j) s = fma(a[r][jj], a[r][jj], s);
+        if (rank == 0 && tid == j) pushOwn(sh, a[0][jj], buf, 3, C, cluster);
+        const int jPrev = j - 1;
+        const S z = zPrev, tp = tauPrev;
+        const int zo = zOff;
+        tail2 = clusterReduce<true>(sh, s, buf, C, rank, warp, lane, cluster, [&] {
+          if (jPrev >= 0 && tWarp) tColumn(jPrev, z, tp, zo);
+        });
+        alpha = sh.own[buf][3];
+        buf ^= 1;
+      }
+      // Reflector j (Eigen's makeHouseholderInPlace).
+      S beta = alpha, tj = S(0), scale = S(0);
+      if (!(tail2 <= panelTinyNormSq<S>())) {
+        beta = sqrt(alpha * alpha + tail2);
+        if (alpha >= S(0)) beta = -beta;
+        tj = (beta - alpha) / beta;
+        scale = S(1) / (alpha - beta);
+      }
+      if (lane == j) myTau = tj;
+      S v[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (r > 0 || lr > j) {
+          a[r][jj] *= scale;
+          v[r] = a[r][jj];
+        } else {
+          if (lr == j) a[r][jj] = beta;
+          v[r] = lr == j ? S(1) : S(0);
+        }
+      }
+      if (j == 0 && n == 1) {  // no column right of it, no T column left of it
+        if (tWarp) tColumn(0, S(0), tj, 0);
+        break;
+      }
+      // The column's reduction: p_k = v^T A(:, k) for k != j, slot j = S (see the file comment), by register.
+      S p[kPanelCols];
+#pragma unroll
+      for (int q = 0; q < kPanelCols; ++q) p[q] = S(0);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int q = 0; q < kPanelCols; ++q)
+          if (q != jj) p[q] = fma(v[r], a[r][q], p[q]);
+        if (r > 0 || lr >= j) p[jj] = fma(a[r][jj + 1], a[r][jj + 1], p[jj]);
+      }
+      const bool next = j + 1 < n;
+      if (next && rank == 0) {
+        if (tid == j) pushOwn(sh, a[0][jj + 1], buf, 0, C, cluster);
+        if (tid == j + 1) {
+          pushOwn(sh, a[0][jj + 1], buf, 1, C, cluster);
+          pushOwn(sh, v[0], buf, 2, C, cluster);
+        }
+      }
+      reduceScatter32(p, lane);
+      const bool pending = j > 0 && !exact;  // T's previous column not formed yet
+      {
+        const int jPrev = j - 1;
+        const S z = zPrev, tp = tauPrev;
+        const int zo = zOff;
+        zPrev = clusterReduce<false>(sh, p[0], buf, C, rank, warp, lane, cluster, [&] {
+          if (pending && tWarp) tColumn(jPrev, z, tp, zo);
+        });
+      }
+      const S tot = zPrev;
+      const S own0 = sh.own[buf][0], own1 = sh.own[buf][1], own2 = sh.own[buf][2];
+      buf ^= 1;
+      tauPrev = tj;
+      zOff = off;
+      // The update of the columns right of j: registers jj + 1 .. lim - 1.
+#pragma unroll
+      for (int q = jj + 1; q < kPanelCols; ++q) {
+        if (q >= lim) break;
+        const S c = tj * __shfl_sync(0xffffffffu, tot, q);
+#pragma unroll
+        for (int r = 0; r < R; ++r) a[r][q] = fma(-c, v[r], a[r][q]);
+      }
+      if (!next) {
+        if (tWarp) tColumn(j, tot, tj, off);
+        break;
+      }
+      // Column j+1's tail norm from S (see the file comment); the owners' registers hold the same two entries.
+      const S Ssum = __shfl_sync(0xffffffffu, tot, jj);
+      const S c1 = tj * __shfl_sync(0xffffffffu, tot, jj + 1);
+      const S r0 = fma(-c1, S(1), own0);
+      const S r1 = fma(-c1, own2, own1);
+      const S t2 = (Ssum - r0 * r0) - r1 * r1;
+      exact = !(t2 > S(0.25) * Ssum);  // (if exact, T's column j is formed during that reduction's barrier)
+      if (!exact) {
+        alpha = r1;
+        tail2 = t2;
+      }
+    }
+    if (off + kPanelWindow >= n) break;
+    // The next window into registers 0 .. kPanelWindow - 1.
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      S t[kPanelWindow];
+#pragma unroll
+      for (int q = 0; q < kPanelWindow; ++q) t[q] = a[r][q];
+#pragma unroll
+      for (int q = 0; q + kPanelWindow < kPanelCols; ++q) a[r][q] = a[r][q + kPanelWindow];
+#pragma unroll
+      for (int q = 0; q < kPanelWindow; ++q) a[r][kPanelCols - kPanelWindow + q] = t[q];
+    }
+  }
+
+  // Results: register q holds column (q + off) & 31; rank 0's warp 0 formed T.
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const Index i = base + Index(r) * kPanelThreads;
+    if (i < m) {
+#pragma unroll
+      for (int q = 0; q < kPanelCols; ++q) {
+        const int k = (q + off) & (kPanelCols - 1);
+        if (k < n) A[i + Index(k) * lda] = a[r][q];
+      }
+    }
+  }
+  if (tWarp) {
+    if (lane < n) tau[lane] = myTau;
+    for (int k = 0; k < n; ++k)
+      if (lane < n) T[lane + Index(k) * ldt] = sh.T[k][lane];
+  }
+#endif
+}
+
+/// Largest cluster (in blocks) the device runs householderPanelKernel<S, R> with, 0 if none (not sm_90+).
+template <typename S, int R>
+int clusterLimit() {
+  int device = 0;
+  detail::check(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
+  static std::mutex mu;
+  static int known[64];
+  static bool done[64];
+  std::lock_guard<std::mutex> lock(mu);
+  if (device < 0 || device >= 64) return 0;
+  if (done[device]) return known[device];
+  int major = 0;
+  detail::check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute",
+        __FILE__, __LINE__);
+  // The kernel's body exists only when compiled for sm_90 or later: a build for older architectures alone, run on a
+  // Hopper through its PTX, has an empty kernel (ptxVersion tells).
+  cudaFuncAttributes fa{};
+  detail::check(cudaFuncGetAttributes(&fa, householderPanelKernel<S, R>), "cudaFuncGetAttributes(householderPanelKernel)",
+                __FILE__, __LINE__);
+  int limit = 0;
+  if (major >= 9 && fa.ptxVersion >= 90) {
+    detail::check(cudaFuncSetAttribute(householderPanelKernel<S, R>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+          "cudaFuncSetAttribute(householderPanelKernel)", __FILE__, __LINE__);
+    for (int c = kPanelMaxCluster; c >= 1 && limit == 0; c /= 2) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(c);
+      cfg.blockDim = dim3(kPanelThreads);
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = c;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R>, &cfg) != cudaSuccess) {
+        cudaGetLastError();
+        clusters = 0;
+      }
+      if (clusters > 0) limit = c;
+    }
+  }
+  known[device] = limit;
+  done[device] = true;
+  return limit;
+}
+
+template <typename S>
+constexpr int kPanelMaxR = sizeof(S) == 4 ? 4 : 2;
+
+template <typename S, int R>
+void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(C);
+  cfg.blockDim = dim3(kPanelThreads);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = C;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  detail::check(cudaLaunchKernelEx(&cfg, householderPanelKernel<S, R>, A, lda, static_cast<int>(m), static_cast<int>(n), tau,
+                                   T, ldt),
+                "cudaLaunchKernelEx(householderPanelKernel)", __FILE__, __LINE__);
+}
+
+}  // namespace
+
+template <typename S>
+Index householderPanelMaxRows() {
+  // Every instantiation is checked: they differ in registers per thread only, and a cluster size must fit all.
+  int c = std::min(clusterLimit<S, 1>(), clusterLimit<S, 2>());
+  if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimit<float, 4>());
+  return Index(c) * kPanelThreads * kPanelMaxR<S>;
+}
+
+template <typename S>
+void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
+                            int rowsPerThread) {
+  if (m <= 0 || n <= 0) return;
+  if (n > kPanelCols || m < n || m > householderPanelMaxRows<S>())
+    detail::throwError(ErrorSource::Kernel, 0, "panel shape out of range", "launchHouseholderPanel", __FILE__,
+                       __LINE__);
+  const int limit = static_cast<int>(householderPanelMaxRows<S>() / (kPanelThreads * kPanelMaxR<S>));
+  // Fewest rows per thread that fit the largest cluster: more blocks, less arithmetic each (rowsPerThread > 0 asks
+  // for more, for measurements).
+  int R = 1;
+  while (R < kPanelMaxR<S> && (m + Index(R) * kPanelThreads - 1) / (Index(R) * kPanelThreads) > limit) R *= 2;
+  while (R < rowsPerThread && R < kPanelMaxR<S>) R *= 2;
+  const int C = static_cast<int>((m + Index(R) * kPanelThreads - 1) / (Index(R) * kPanelThreads));
+  switch (R) {
+    case 1: launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream); break;
+    case 2: launchPanelR<S, 2>(A, lda, m, n, tau, T, ldt, C, stream); break;
+    default:
+      if constexpr (sizeof(S) == 4) launchPanelR<float, 4>(reinterpret_cast<float*>(A), lda, m, n,
+                                                            reinterpret_cast<float*>(tau),
+                                                            reinterpret_cast<float*>(T), ldt, C, stream);
+      break;
+  }
+}
+
+template Index householderPanelMaxRows<float>();
+template Index householderPanelMaxRows<double>();
+template void launchHouseholderPanel<float>(float*, Index, Index, Index, float*, float*, Index, cudaStream_t, int);
+template void launchHouseholderPanel<double>(double*, Index, Index, Index, double*, double*, Index, cudaStream_t,
+                                             int);
+
+}  // namespace kernels
+}  // namespace tcqr
