@@ -87,7 +87,8 @@ __device__ __forceinline__ void reduceScatter32(S (&p)[32], int lane) {
 /// kOne), returned in lane l of every warp of every block (kOne: in every thread). `between` runs after this thread
 /// arrived at the cluster barrier and before it waits. Buffer `buf` of part must not be read by anyone any more: the
 /// previous reduction used the other one, and nobody passes this reduction's barrier before every block has read
-/// that one's totals, so two buffers suffice.
+/// that one's totals, so two buffers suffice. For the same reason `between` must not read part or own: other blocks
+/// may already be writing the other buffer once this thread has arrived.
 template <bool kOne, typename S, class F>
 __device__ __forceinline__ S clusterReduce(PanelShared<S>& sh, S value, int buf, int C, int rank, int warp, int lane,
                                            cg::cluster_group& cluster, F&& between) {
@@ -106,6 +107,7 @@ __device__ __forceinline__ S clusterReduce(PanelShared<S>& sh, S value, int buf,
   // Warp q pushes this block's partial sums to blocks q, q + kPanelWarps, ...
   if (!kOne || lane == 0)
     for (int q = warp; q < C; q += kPanelWarps) *cluster.map_shared_rank(&sh.part[buf][rank][slot], q) = b;
+  __syncwarp();  // (the .aligned barrier needs the whole warp; only some lanes pushed)
   clusterArrive();
   between();
   clusterWait();
@@ -153,6 +155,9 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   // j elsewhere.
   const Index base = Index(rank) * (R * kPanelThreads) + tid;
   const int lr = rank == 0 ? tid : kPanelThreads;
+  // Distributed shared memory may only be accessed once every block of the cluster runs: arrive now, wait after the
+  // loads (which hide it). Nothing is published yet, hence relaxed.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
   S a[R][kPanelCols];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -160,6 +165,8 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 #pragma unroll
     for (int k = 0; k < kPanelCols; ++k) a[r][k] = (i < m && k < n) ? A[i + Index(k) * lda] : S(0);
   }
+
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
 
   int buf = 0;
   bool exact = true;   // column j's tail norm needs a reduction of its own (always for column 0)
@@ -324,8 +331,14 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 /// Largest cluster (in blocks) the device runs householderPanelKernel<S, R> with, 0 if none (not sm_90+).
 template <typename S, int R>
 int clusterLimit() {
+  // Any failure of the queries below means no cluster (the caller falls back to the TSQR panel), not an exception.
+  auto ok = [](cudaError_t e) {
+    if (e == cudaSuccess) return true;
+    cudaGetLastError();
+    return false;
+  };
   int device = 0;
-  detail::check(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
+  if (!ok(cudaGetDevice(&device))) return 0;
   static std::mutex mu;
   static int known[64];
   static bool done[64];
@@ -333,18 +346,15 @@ int clusterLimit() {
   if (device < 0 || device >= 64) return 0;
   if (done[device]) return known[device];
   int major = 0;
-  detail::check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute",
-        __FILE__, __LINE__);
   // The kernel's body exists only when compiled for sm_90 or later: a build for older architectures alone, run on a
   // Hopper through its PTX, has an empty kernel (ptxVersion tells).
   cudaFuncAttributes fa{};
-  detail::check(cudaFuncGetAttributes(&fa, householderPanelKernel<S, R>), "cudaFuncGetAttributes(householderPanelKernel)",
-                __FILE__, __LINE__);
   int limit = 0;
-  if (major >= 9 && fa.ptxVersion >= 90) {
-    detail::check(cudaFuncSetAttribute(householderPanelKernel<S, R>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-          "cudaFuncSetAttribute(householderPanelKernel)", __FILE__, __LINE__);
-    for (int c = kPanelMaxCluster; c >= 1 && limit == 0; c /= 2) {
+  if (ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) && major >= 9 &&
+      ok(cudaFuncGetAttributes(&fa, householderPanelKernel<S, R>)) && fa.ptxVersion >= 90 &&
+      ok(cudaFuncSetAttribute(householderPanelKernel<S, R>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1))) {
+    // Every size from 16 down: a GPC may hold 12-15 of these blocks but not 16 (smaller parts, MIG slices).
+    for (int c = kPanelMaxCluster; c >= 1 && limit == 0; --c) {
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(c);
       cfg.blockDim = dim3(kPanelThreads);
@@ -356,11 +366,7 @@ int clusterLimit() {
       cfg.attrs = attr;
       cfg.numAttrs = 1;
       int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R>, &cfg) != cudaSuccess) {
-        cudaGetLastError();
-        clusters = 0;
-      }
-      if (clusters > 0) limit = c;
+      if (ok(cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R>, &cfg)) && clusters > 0) limit = c;
     }
   }
   known[device] = limit;
@@ -404,10 +410,11 @@ template <typename S>
 void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
                             int rowsPerThread) {
   if (m <= 0 || n <= 0) return;
-  if (n > kPanelCols || m < n || m > householderPanelMaxRows<S>())
+  const Index maxRows = householderPanelMaxRows<S>();
+  if (n > kPanelCols || m < n || m > maxRows)
     detail::throwError(ErrorSource::Kernel, 0, "panel shape out of range", "launchHouseholderPanel", __FILE__,
                        __LINE__);
-  const int limit = static_cast<int>(householderPanelMaxRows<S>() / (kPanelThreads * kPanelMaxR<S>));
+  const int limit = static_cast<int>(maxRows / (kPanelThreads * kPanelMaxR<S>));
   // Fewest rows per thread that fit the largest cluster: more blocks, less arithmetic each (rowsPerThread > 0 asks
   // for more, for measurements).
   int R = 1;
