@@ -328,6 +328,25 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 #endif
 }
 
+/// The launch configuration of one cluster of c blocks (the whole grid) on `stream`.
+struct ClusterLaunch {
+  cudaLaunchAttribute attr[1] = {};
+  cudaLaunchConfig_t cfg = {};
+  ClusterLaunch(int c, cudaStream_t stream) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(c);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(c));
+    cfg.blockDim = dim3(kPanelThreads);
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;  // cfg points into attr
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 /// Largest cluster (in blocks) the device runs householderPanelKernel<S, R> with, 0 if none (not sm_90+).
 template <typename S, int R>
 int clusterLimit() {
@@ -355,18 +374,10 @@ int clusterLimit() {
       ok(cudaFuncSetAttribute(householderPanelKernel<S, R>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1))) {
     // Every size from 16 down: a GPC may hold 12-15 of these blocks but not 16 (smaller parts, MIG slices).
     for (int c = kPanelMaxCluster; c >= 1 && limit == 0; --c) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(c);
-      cfg.blockDim = dim3(kPanelThreads);
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = c;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
+      const ClusterLaunch launch(c, nullptr);
       int clusters = 0;
-      if (ok(cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R>, &cfg)) && clusters > 0) limit = c;
+      if (ok(cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R>, &launch.cfg)) && clusters > 0)
+        limit = c;
     }
   }
   known[device] = limit;
@@ -379,19 +390,8 @@ constexpr int kPanelMaxR = sizeof(S) == 4 ? 4 : 2;
 
 template <typename S, int R>
 void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(C);
-  cfg.blockDim = dim3(kPanelThreads);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = C;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  detail::check(cudaLaunchKernelEx(&cfg, householderPanelKernel<S, R>, A, lda, static_cast<int>(m), static_cast<int>(n), tau,
+  const ClusterLaunch launch(C, stream);
+  detail::check(cudaLaunchKernelEx(&launch.cfg, householderPanelKernel<S, R>, A, lda, static_cast<int>(m), static_cast<int>(n), tau,
                                    T, ldt),
                 "cudaLaunchKernelEx(householderPanelKernel)", __FILE__, __LINE__);
 }
