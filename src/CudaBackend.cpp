@@ -265,9 +265,8 @@ class CudaQRState final : public QRState<S> {
            !(panelKind() == PanelKind::Hybrid && rows <= panelKernelRows(rows, cols));
   }
   /// usePanelKernel's row limit for a rows x cols factorization (0: the one-kernel panel is not used). Not with the
-  /// look-ahead lanes: on the H100 (2026-11-27) the GPU tests of the lanes with the one-kernel panel did not finish
-  /// within 9 minutes while the other suites passed, which was not investigated further; the lanes keep the TSQR
-  /// panels they were measured and tested with.
+  /// look-ahead lanes, which keep the TSQR panels they were measured with: whether they gain from the kernel is
+  /// unmeasured (docs/DESIGN.md, "Panels": the slow GPU tests that first kept them apart were slow without it too).
   Index panelKernelRows(Index rows, Index cols) const {
     if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
     if (lookaheadLanes(resolvedPrecision(), rows, cols) > 0) return 0;
