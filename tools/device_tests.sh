@@ -3,6 +3,8 @@
 # each should fit the device tool's 10-minute limit per command. Run from the repository root on the GPU machine:
 #
 #   bash tools/device_tests.sh householder         # test_householder_qr_gpu alone
+#   bash tools/device_tests.sh householder1        # its test cases 1-20 (doctest --first/--last), if it is too slow
+#   bash tools/device_tests.sh householder2        # its test cases from 21 on
 #   bash tools/device_tests.sh precision           # test_precision_gpu alone
 #   bash tools/device_tests.sh rest                # tsqr + tall-skinny + panel kernel, at once
 #   bash tools/device_tests.sh precision rest      # several parts, one after the other
@@ -27,8 +29,8 @@ mkdir -p "$OUT"
 [[ $# -gt 0 ]] || { echo "usage: tools/device_tests.sh householder|precision|rest [...]" >&2; exit 2; }
 for part in "$@"; do
   case "$part" in
-    householder | precision | rest) ;;
-    *) echo "device_tests.sh: unknown part '$part' (householder, precision, rest)" >&2; exit 2 ;;
+    householder | householder1 | householder2 | precision | rest) ;;
+    *) echo "device_tests.sh: unknown part '$part' (householder[12], precision, rest)" >&2; exit 2 ;;
   esac
 done
 [[ -x "$BIN/test_householder_qr_gpu" ]] || { echo "device_tests.sh: no test programs in $BIN" >&2; exit 2; }
@@ -36,8 +38,8 @@ echo "commit $(cat "$BIN/../COMMIT" 2>/dev/null || echo '?'), $(nvidia-smi --que
 export OMP_WAIT_POLICY=passive
 
 failed=0
-# run_part NAME:PROGRAM[:DOCTEST FILTER ARG] ...: starts the programs at once, each with CORES / count threads, and
-# waits for them all.
+# run_part NAME:PROGRAM[:DOCTEST ARGUMENTS] ...: starts the programs at once, each with CORES / count threads, and
+# waits for them all. The arguments are word-split.
 run_part() {
   local -a names=() pids=() starts=()
   local threads=$(( CORES / $# ))
@@ -46,7 +48,7 @@ run_part() {
   for spec in "$@"; do
     IFS=: read -r name prog filter <<< "$spec"
     # shellcheck disable=SC2086
-    OMP_NUM_THREADS=$threads timeout "$LIMIT" "$BIN/$prog" --duration=true ${filter:+"$filter"} ${DOCTEST_ARGS:-} \
+    OMP_NUM_THREADS=$threads timeout "$LIMIT" "$BIN/$prog" --duration=true $filter ${DOCTEST_ARGS:-} \
       > "$OUT/$name.log" 2>&1 &
     names+=("$name")
     pids+=("$!")
@@ -68,6 +70,8 @@ run_part() {
 for part in "$@"; do
   case "$part" in
     householder) run_part householder:test_householder_qr_gpu ;;
+    householder1) run_part "householder1:test_householder_qr_gpu:--first=1 --last=20" ;;
+    householder2) run_part "householder2:test_householder_qr_gpu:--first=21" ;;
     precision) run_part precision:test_precision_gpu ;;
     rest) run_part tsqr:test_tsqr_gpu tall-skinny:test_tall_skinny_qr_gpu panel-kernel:test_panel_kernel_gpu ;;
   esac
