@@ -266,7 +266,7 @@ class CudaQRState final : public QRState<S> {
   }
   /// usePanelKernel's row limit for a rows x cols factorization (0: the one-kernel panel is not used). Not with the
   /// look-ahead lanes, which keep the TSQR panels they were measured with: whether they gain from the kernel is
-  /// unmeasured (docs/DESIGN.md, "Panels": the slow GPU tests that first kept them apart were slow without it too).
+  /// unmeasured (docs/DESIGN.md, "Panels": the lanes' GPU tests that first kept them apart are slow without it too).
   Index panelKernelRows(Index rows, Index cols) const {
     if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
     if (lookaheadLanes(resolvedPrecision(), rows, cols) > 0) return 0;

@@ -8,11 +8,12 @@
 #     && cmake --build build-sm90 -j
 #   tools/bundle_for_device.sh build-sm90
 #
-# -mavx2 -mfma (every C++ file alike, so that no Eigen function exists in two vector widths): the GPU tests spend most
+# -mavx2 -mfma (every C++ file alike: Eigen's vector width sets its heap alignment and allocator, so files built with
+# different widths must not share matrices; docs/DESIGN.md "Testing on the GPU machine"): the GPU tests spend most
 # of their time in Eigen's double-precision reference computations on the host, which run 2.2-2.8x faster with AVX2
-# and FMA than with the default SSE2 (a 2300 x 2200 QR with its Q, Q R, Q^T Q on this machine, 2 threads). The device
-# machine's CPU has both: it has run bench/qr_bench, which is built with -march=native here (AVX-512). The script warns
-# when the build lacks them.
+# and FMA than with the default SSE2 (a 2300 x 2200 QR with its Q, Q R, Q^T Q on this machine, 2 threads;
+# bench/results/logs/2026-11-27-cpu-avx2-checks.log). tools/device_tests.sh checks that the device's CPU has both. This
+# script warns when the build lacks them.
 #
 # The executables link cuBLAS/cuSOLVER/cudart dynamically (the device's own libraries are used) and need glibc 2.34
 # or later (Ubuntu 24.04 has 2.39). build-dev/COMMIT records the commit (and "-dirty") they were built from; pass
@@ -21,7 +22,8 @@ set -euo pipefail
 src="${1:-build-sm90}"
 [[ -f "$src/CMakeCache.txt" ]] || { echo "bundle_for_device.sh: $src is not a build folder" >&2; exit 2; }
 grep -Eq 'CMAKE_CUDA_ARCHITECTURES:[A-Z]+=90$' "$src/CMakeCache.txt" || { echo "bundle_for_device.sh: $src is not an sm_90 build" >&2; exit 2; }
-grep -Eq '^CMAKE_CXX_FLAGS:STRING=.*-mavx2' "$src/CMakeCache.txt" ||
+flags="$(grep -E '^CMAKE_CXX_FLAGS:STRING=' "$src/CMakeCache.txt" || true)"
+[[ "$flags" == *-mavx2* && "$flags" == *-mfma* ]] ||
   echo "bundle_for_device.sh: warning: $src was not built with -mavx2 -mfma; its GPU tests' host checks run slower" >&2
 rm -rf build-dev && mkdir -p build-dev/bin
 for f in "$src"/tests/test_*_gpu "$src"/bench/* "$src"/examples/example_*; do

@@ -7,26 +7,29 @@
 #   bash tools/device_tests.sh householder2        # its test cases from 21 on
 #   bash tools/device_tests.sh precision           # test_precision_gpu alone
 #   bash tools/device_tests.sh rest                # tsqr + tall-skinny + panel kernel, at once
-#   bash tools/device_tests.sh precision rest      # several parts, one after the other
+#   bash tools/device_tests.sh precision rest      # several parts, one after the other: each has its own LIMIT, so
+#                                                  # lower LIMIT to fit them all into one device call
 #
 # The suites spend most of their time in host-side reference computations in double (building conditioned matrices,
 # Eigen's QR, Q R and Q^T Q), not on the GPU. Measured on the H100 machine (16 cores) at df13d17 with a build without
-# AVX2: test_householder_qr_gpu alone took more than 560 s; the precision suite's lanes<float> case 174 s alone and
-# more than 130 s beside one other program; five programs at once left both suites unfinished after 540-570 s. Hence
-# one program per part for the two big suites, and programs sharing a part split the cores (OMP_NUM_THREADS) and do
-# not spin-wait (OMP_WAIT_POLICY=passive). Build with -DCMAKE_CXX_FLAGS="-mavx2 -mfma" (tools/bundle_for_device.sh
-# says how): Eigen's double products then run 2.2-2.8x faster than with the default SSE2 code.
+# AVX2: test_householder_qr_gpu alone did not finish in 560 s; the precision suite's lanes<float> case took 174 s alone
+# and was stopped at 130 s beside lanes<double>; with six programs at once the precision suite stopped after 540 s
+# in its third case. Hence one program per part for the two big suites, and programs sharing a part split the cores
+# (OMP_NUM_THREADS) and do not spin-wait (OMP_WAIT_POLICY=passive). Build with -DCMAKE_CXX_FLAGS="-mavx2 -mfma"
+# (tools/bundle_for_device.sh says how): Eigen's double products then run 2.2-2.8x faster than with the default SSE2
+# code (bench/results/logs/2026-11-27-cpu-avx2-checks.log).
 #
 # Each program's output goes to $OUT/<name>.log (OUT defaults to ./out), with every test case's duration
-# (--duration=true); the exit status, time and last lines of each are printed at the end. Extra doctest arguments for
-# every program: DOCTEST_ARGS (word-split). LIMIT (default 570 s) stops a program that runs longer.
+# (--duration=true); the exit status, time and doctest summary of each are printed at the end. Extra doctest arguments
+# for every program: DOCTEST_ARGS (split at blanks, not globbed: write a blank inside a test name as ? or *). LIMIT
+# (default 570 s) stops a program that runs longer (SIGTERM, then SIGKILL 15 s later).
 set -uo pipefail
 OUT="${OUT:-./out}"
 BIN="${BIN:-build-dev/bin}"
 LIMIT="${LIMIT:-570}"
 CORES="$(nproc 2>/dev/null || echo 16)"
 mkdir -p "$OUT"
-[[ $# -gt 0 ]] || { echo "usage: tools/device_tests.sh householder|precision|rest [...]" >&2; exit 2; }
+[[ $# -gt 0 ]] || { echo "usage: tools/device_tests.sh householder|householder1|householder2|precision|rest [...]" >&2; exit 2; }
 for part in "$@"; do
   case "$part" in
     householder | householder1 | householder2 | precision | rest) ;;
@@ -35,6 +38,10 @@ for part in "$@"; do
 done
 [[ -x "$BIN/test_householder_qr_gpu" ]] || { echo "device_tests.sh: no test programs in $BIN" >&2; exit 2; }
 echo "commit $(cat "$BIN/../COMMIT" 2>/dev/null || echo '?'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $CORES cores"
+# A build with -mavx2 -mfma (bundle_for_device.sh) needs both on this CPU.
+grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo ||
+  echo "device_tests.sh: warning: this CPU lacks AVX2 or FMA; binaries built with -mavx2 -mfma will fail" >&2
+read -ra extra_args <<< "${DOCTEST_ARGS:-}"
 export OMP_WAIT_POLICY=passive
 
 failed=0
@@ -45,10 +52,11 @@ run_part() {
   local threads=$(( CORES / $# ))
   (( threads >= 1 )) || threads=1
   local spec name prog filter
+  local -a args
   for spec in "$@"; do
     IFS=: read -r name prog filter <<< "$spec"
-    # shellcheck disable=SC2086
-    OMP_NUM_THREADS=$threads timeout "$LIMIT" "$BIN/$prog" --duration=true $filter ${DOCTEST_ARGS:-} \
+    read -ra args <<< "$filter"
+    OMP_NUM_THREADS=$threads timeout -k 15 "$LIMIT" "$BIN/$prog" --duration=true "${args[@]}" "${extra_args[@]}" \
       > "$OUT/$name.log" 2>&1 &
     names+=("$name")
     pids+=("$!")
