@@ -12,6 +12,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include "gpu/GpuTestMain.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -100,20 +102,7 @@ double uniformKappaBound(Index m, Index n) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (!tcqr::cudaDeviceAvailable()) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;
-  }
-  cudaDeviceProp prop{};
-  int dev = 0;
-  cudaGetDevice(&dev);
-  cudaGetDeviceProperties(&prop, dev);
-  std::printf("CUDA device %d: %s, %.1f GiB\n", dev, prop.name, double(prop.totalGlobalMem) / (1 << 30));
-  doctest::Context context;
-  context.applyCommandLine(argc, argv);
-  return context.run();
-}
+TCQR_GPU_TEST_MAIN()
 
 TEST_SUITE("gpu") {
   // The shared accuracy suite (tests/common/QRChecks.h) on the CUDA backend.

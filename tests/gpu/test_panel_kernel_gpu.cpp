@@ -9,6 +9,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include "gpu/GpuTestMain.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,14 +21,7 @@
 using namespace tcqr_test;
 using tcqr::Backend;
 
-int main(int argc, char** argv) {
-  if (!tcqr::cudaDeviceAvailable()) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;
-  }
-  doctest::Context ctx(argc, argv);
-  return ctx.run();
-}
+TCQR_GPU_TEST_MAIN()
 
 namespace {
 

@@ -19,6 +19,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include "gpu/GpuTestMain.h"
+
 #include <Eigen/Dense>
 #include <Eigen/TensorCoreQR>
 
@@ -29,15 +31,7 @@ using tcqr::Precision;
 using tcqr_test::Index;
 using tcqr_test::Mat;
 
-int main(int argc, char** argv) {
-  if (!tcqr::cudaDeviceAvailable()) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;
-  }
-  doctest::Context context;
-  context.applyCommandLine(argc, argv);
-  return context.run();
-}
+TCQR_GPU_TEST_MAIN()
 
 namespace {
 // As the host test, plus sizes where the device's default block size leaves several recursion levels, 2100 x 1100,

@@ -6,6 +6,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include "gpu/GpuTestMain.h"
+
 #include <cstdio>
 
 #include "common/TsqrChecks.h"
@@ -13,14 +15,7 @@
 using namespace tcqr_test;
 using tcqr::Backend;
 
-int main(int argc, char** argv) {
-  if (!tcqr::cudaDeviceAvailable()) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;
-  }
-  doctest::Context ctx(argc, argv);
-  return ctx.run();
-}
+TCQR_GPU_TEST_MAIN()
 
 TEST_SUITE("gpu") {
   TEST_CASE_TEMPLATE("GPU TSQR panel: tall-skinny shapes match Eigen", Scalar, float, double) {
