@@ -1,8 +1,9 @@
 // panel_kernels.cu - a whole Householder panel (at most 32 columns, up to 16384 rows in float and 8192 in double) in
 // one launch: the panel lives in the registers of a thread-block cluster (sm_90, up to 16 blocks), and every
 // reduction over the rows is a shuffle reduce-scatter inside each warp, a sum over the block's warps in shared
-// memory and an exchange of the blocks' partial sums through distributed shared memory, closed by one cluster
-// barrier. Unlike the TSQR panel (a tree of tile QRs, a tree of Q applications and ReconstructWY: six launches and
+// memory and an exchange of the blocks' partial sums through distributed shared memory: by default pushed with
+// st.async and counted on each receiver's mbarrier (no fence and no cluster-wide rendezvous per column), with
+// TCQR_PANEL_EXCHANGE=barrier plain stores closed by one cluster barrier. Unlike the TSQR panel (a tree of tile QRs, a tree of Q applications and ReconstructWY: six launches and
 // about 7 x 32 dependent column steps per panel) this is plain column-by-column Householder QR with Eigen's
 // reflector convention, so there is nothing to reconstruct, a zero tail gives tau = 0, and T comes out of the same
 // reductions (larft's Y^T v_j are the dot products of v_j with the columns left of it).
@@ -21,6 +22,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include <cooperative_groups.h>
@@ -42,11 +45,54 @@ constexpr int kPanelCols = 32;
 
 template <typename S>
 struct PanelShared {
-  S red[kPanelWarps][32];                 // the warps' sums of one reduction
+  S red[2][kPanelWarps][32];              // the warps' sums of one reduction (double-buffered with part)
   S part[2][kPanelMaxCluster][32];        // the blocks' partial sums (double-buffered: see clusterReduce)
   S own[2][4];                            // single entries pushed by their owners
+  S stage[4];                             // kAsync: those entries on their way (rank 0), see pushOwn
   S T[kPanelCols][kPanelCols + 1];        // T by columns, T[k][i] = T(i, k) (rank 0)
+  unsigned long long bar[2];              // kAsync: mbarriers counting the bytes pushed into part[b] and own[b]
 };
+
+// ---- the exchange without cluster barriers (kAsync) ----------------------------------------------------------------
+// Each block pushes its partial sums into every block's part[buf] with st.async, whose bytes complete a transaction
+// count on the receiving block's mbarrier bar[buf]; the receiver's thread 0 arms bar[buf] once per reduction with the
+// bytes it expects (arrive.expect_tx; the arrival keeps the phase open until then, so bytes that come first are
+// counted against it), and every thread waits for the phase. No fence and no cluster-wide rendezvous per column:
+// a block waits only for the data it needs. Buffer reuse is safe with two buffers for the reason given at
+// clusterReduce: a block pushes reduction r + 2 into buffer r % 2 only after it received everyone's reduction r + 1,
+// which each block sends only after it finished reading its reduction r.
+
+__device__ __forceinline__ unsigned smemAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+/// The shared::cluster address of the same variable in block `rank` of the cluster.
+__device__ __forceinline__ unsigned clusterAddress(unsigned local, int rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank) : "memory");
+  return r;
+}
+__device__ __forceinline__ void stAsync(unsigned remote, float v, unsigned remoteBar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(remote),
+               "r"(__float_as_uint(v)), "r"(remoteBar)
+               : "memory");
+}
+__device__ __forceinline__ void stAsync(unsigned remote, double v, unsigned remoteBar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];\n" ::"r"(remote),
+               "l"(__double_as_longlong(v)), "r"(remoteBar)
+               : "memory");
+}
+__device__ __forceinline__ void barInit(unsigned bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void barArm(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void barWait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
 
 __device__ __forceinline__ void clusterArrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
@@ -89,37 +135,71 @@ __device__ __forceinline__ void reduceScatter32(S (&p)[32], int lane) {
 /// previous reduction used the other one, and nobody passes this reduction's barrier before every block has read
 /// that one's totals, so two buffers suffice. For the same reason `between` must not read part or own: other blocks
 /// may already be writing the other buffer once this thread has arrived.
-template <bool kOne, typename S, class F>
-__device__ __forceinline__ S clusterReduce(PanelShared<S>& sh, S value, int buf, int C, int rank, int warp, int lane,
-                                           cg::cluster_group& cluster, F&& between) {
+template <bool kAsync, bool kOne, typename S, class F>
+__device__ __forceinline__ S clusterReduce(PanelShared<S>& sh, S value, int buf, unsigned& parity, unsigned ownMask,
+                                           int C, int rank, int warp, int lane, cg::cluster_group& cluster,
+                                           F&& between) {
   const int slot = kOne ? 0 : lane;
+  // kAsync: C blocks push 1 (kOne) or 32 values each, and rank 0 forwards the own slots of ownMask (pushOwn).
+  if (kAsync && threadIdx.x == 0)
+    barArm(smemAddress(&sh.bar[buf]),
+           unsigned(C * (kOne ? 1 : 32) + __popc(ownMask)) * unsigned(sizeof(S)));
   if (kOne) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) value += __shfl_xor_sync(0xffffffffu, value, o);
-    if (lane == 0) sh.red[warp][0] = value;
+    if (lane == 0) sh.red[buf][warp][0] = value;
   } else {
-    sh.red[warp][lane] = value;
+    sh.red[buf][warp][lane] = value;
   }
   __syncthreads();
   S b = S(0);
 #pragma unroll
-  for (int w = 0; w < kPanelWarps; ++w) b += sh.red[w][slot];
+  for (int w = 0; w < kPanelWarps; ++w) b += sh.red[buf][w][slot];
+  if (kAsync && rank == 0 && warp == kPanelWarps - 1 && ((ownMask >> lane) & 1u)) {
+    const S v = sh.stage[lane];
+#pragma unroll 1
+    for (int q = 0; q < C; ++q)
+      stAsync(clusterAddress(smemAddress(&sh.own[buf][lane]), q), v, clusterAddress(smemAddress(&sh.bar[buf]), q));
+  }
   // Warp q pushes this block's partial sums to blocks q, q + kPanelWarps, ...
-  if (!kOne || lane == 0)
-    for (int q = warp; q < C; q += kPanelWarps) *cluster.map_shared_rank(&sh.part[buf][rank][slot], q) = b;
-  __syncwarp();  // (the .aligned barrier needs the whole warp; only some lanes pushed)
-  clusterArrive();
-  between();
-  clusterWait();
+  if (!kOne || lane == 0) {
+    if constexpr (kAsync) {
+#pragma unroll 1
+      for (int q = warp; q < C; q += kPanelWarps)
+        stAsync(clusterAddress(smemAddress(&sh.part[buf][rank][slot]), q), b,
+                clusterAddress(smemAddress(&sh.bar[buf]), q));
+    } else {
+      for (int q = warp; q < C; q += kPanelWarps) *cluster.map_shared_rank(&sh.part[buf][rank][slot], q) = b;
+    }
+  }
+  if constexpr (kAsync) {
+    // (sh.red is double-buffered for this variant: a warp past the wait may start the next reduction while another
+    // still reads this one's sums; the next reduction's __syncthreads keeps it from the one after.)
+    between();
+    barWait(smemAddress(&sh.bar[buf]), (parity >> buf) & 1u);
+    parity ^= 1u << buf;
+  } else {
+    __syncwarp();  // (the .aligned barrier needs the whole warp; only some lanes pushed)
+    clusterArrive();
+    between();
+    clusterWait();
+  }
   S tot = S(0);
   for (int q = 0; q < C; ++q) tot += sh.part[buf][q][slot];
   return tot;
 }
 
-/// Pushes v into slot `slot` of own[buf] of every block of the cluster (before the pusher's next arrive).
-template <typename S>
+/// Pushes v into slot `slot` of own[buf] of every block of the cluster (before the pusher's next arrive). kAsync:
+/// stages it in this block's stage[slot], from where the next clusterReduce (whose ownMask must name the slot)
+/// forwards it with st.async after its __syncthreads. (Pushing with st.async from here, in the owners' divergent
+/// branches, cost the float kernel with 4 rows per thread 40 registers and spills; plain stores did not.)
+template <bool kAsync, typename S>
 __device__ __forceinline__ void pushOwn(PanelShared<S>& sh, S v, int buf, int slot, int C, cg::cluster_group& cluster) {
-  for (int q = 0; q < C; ++q) *cluster.map_shared_rank(&sh.own[buf][slot], q) = v;
+  if constexpr (kAsync) {
+    sh.stage[slot] = v;
+  } else {
+    for (int q = 0; q < C; ++q) *cluster.map_shared_rank(&sh.own[buf][slot], q) = v;
+  }
 }
 
 
@@ -139,7 +219,7 @@ constexpr int kPanelWindow = 1;
 /// the columns rotated away so far. Measured per panel at 16384^2 TF32 (H100, TCQR_TRACE): windows of 4 columns
 /// 104.5 us, 2 columns 94.4 us, 1 column 90.3 us (ncu at 4 columns: half the stall cycles per instruction were
 /// waiting for an instruction fetch or at a barrier).
-template <typename S, int R>
+template <typename S, int R, bool kAsync>
 __global__ void __launch_bounds__(kPanelThreads, 1)
     householderPanelKernel(S* __restrict__ A, Index lda, int m, int n, S* __restrict__ tau, S* __restrict__ T,
                            Index ldt) {
@@ -156,8 +236,18 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   const Index base = Index(rank) * (R * kPanelThreads) + tid;
   const int lr = rank == 0 ? tid : kPanelThreads;
   // Distributed shared memory may only be accessed once every block of the cluster runs: arrive now, wait after the
-  // loads (which hide it). Nothing is published yet, hence relaxed.
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  // loads (which hide it). Nothing is published yet, hence relaxed; kAsync publishes its mbarriers' initialisation.
+  if constexpr (kAsync) {
+    if (tid == 0) {
+      barInit(smemAddress(&sh.bar[0]));
+      barInit(smemAddress(&sh.bar[1]));
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncwarp();
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  } else {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  }
   S a[R][kPanelCols];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -169,6 +259,7 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
 
   int buf = 0;
+  unsigned parity = 0;  // kAsync: bit b = the phase of bar[b] the next reduction on buffer b waits for
   bool exact = true;   // column j's tail norm needs a reduction of its own (always for column 0)
   S alpha = S(0), tail2 = S(0);
   S myTau = S(0);      // lane j: tau_j
@@ -202,11 +293,11 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 #pragma unroll
         for (int r = 0; r < R; ++r)
           if (r > 0 || lr > j) s = fma(a[r][jj], a[r][jj], s);
-        if (rank == 0 && tid == j) pushOwn(sh, a[0][jj], buf, 3, C, cluster);
+        if (rank == 0 && tid == j) pushOwn<kAsync>(sh, a[0][jj], buf, 3, C, cluster);
         const int jPrev = j - 1;
         const S z = zPrev, tp = tauPrev;
         const int zo = zOff;
-        tail2 = clusterReduce<true>(sh, s, buf, C, rank, warp, lane, cluster, [&] {
+        tail2 = clusterReduce<kAsync, true>(sh, s, buf, parity, 1u << 3, C, rank, warp, lane, cluster, [&] {
           if (jPrev >= 0 && tWarp) tColumn(jPrev, z, tp, zo);
         });
         alpha = sh.own[buf][3];
@@ -249,10 +340,10 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
       }
       const bool next = j + 1 < n;
       if (next && rank == 0) {
-        if (tid == j) pushOwn(sh, a[0][jj + 1], buf, 0, C, cluster);
+        if (tid == j) pushOwn<kAsync>(sh, a[0][jj + 1], buf, 0, C, cluster);
         if (tid == j + 1) {
-          pushOwn(sh, a[0][jj + 1], buf, 1, C, cluster);
-          pushOwn(sh, v[0], buf, 2, C, cluster);
+          pushOwn<kAsync>(sh, a[0][jj + 1], buf, 1, C, cluster);
+          pushOwn<kAsync>(sh, v[0], buf, 2, C, cluster);
         }
       }
       reduceScatter32(p, lane);
@@ -261,7 +352,8 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
         const int jPrev = j - 1;
         const S z = zPrev, tp = tauPrev;
         const int zo = zOff;
-        zPrev = clusterReduce<false>(sh, p[0], buf, C, rank, warp, lane, cluster, [&] {
+        zPrev = clusterReduce<kAsync, false>(sh, p[0], buf, parity, next ? 7u : 0u, C, rank, warp,
+                                             lane, cluster, [&] {
           if (pending && tWarp) tColumn(jPrev, z, tp, zo);
         });
       }
@@ -308,6 +400,13 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
     }
   }
 
+  // kAsync: no block leaves while another's stores into it may be in flight (every block's last wait saw all of its
+  // incoming bytes; this covers the outgoing ones too).
+  if constexpr (kAsync) {
+    __syncwarp();
+    asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+  }
   // Results: register q holds column (q + off) & 31; rank 0's warp 0 formed T.
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -347,8 +446,19 @@ struct ClusterLaunch {
   ClusterLaunch& operator=(const ClusterLaunch&) = delete;
 };
 
-/// Largest cluster (in blocks) the device runs householderPanelKernel<S, R> with, 0 if none (not sm_90+).
-template <typename S, int R>
+/// Which exchange the kernel uses: the st.async + mbarrier exchange (kAsync, the default) unless TCQR_PANEL_EXCHANGE
+/// is "barrier", which selects the cluster-barrier exchange (kept for comparisons: H100, 16384^2 TF32, TCQR_TRACE,
+/// 2026-11-27: 66-71 us per panel with kAsync against 89-90 us). Read once.
+bool panelExchangeAsync() {
+  static const bool async = [] {
+    const char* v = std::getenv("TCQR_PANEL_EXCHANGE");
+    return v == nullptr || std::strcmp(v, "barrier") != 0;
+  }();
+  return async;
+}
+
+/// Largest cluster (in blocks) the device runs householderPanelKernel<S, R, kAsync> with, 0 if none (not sm_90+).
+template <typename S, int R, bool kAsync>
 int clusterLimit() {
   // Any failure of the queries below means no cluster (the caller falls back to the TSQR panel), not an exception.
   auto ok = [](cudaError_t e) {
@@ -370,13 +480,15 @@ int clusterLimit() {
   cudaFuncAttributes fa{};
   int limit = 0;
   if (ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) && major >= 9 &&
-      ok(cudaFuncGetAttributes(&fa, householderPanelKernel<S, R>)) && fa.ptxVersion >= 90 &&
-      ok(cudaFuncSetAttribute(householderPanelKernel<S, R>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1))) {
+      ok(cudaFuncGetAttributes(&fa, householderPanelKernel<S, R, kAsync>)) && fa.ptxVersion >= 90 &&
+      ok(cudaFuncSetAttribute(householderPanelKernel<S, R, kAsync>, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                              1))) {
     // Every size from 16 down: a GPC may hold 12-15 of these blocks but not 16 (smaller parts, MIG slices).
     for (int c = kPanelMaxCluster; c >= 1 && limit == 0; --c) {
       const ClusterLaunch launch(c, nullptr);
       int clusters = 0;
-      if (ok(cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R>, &launch.cfg)) && clusters > 0)
+      if (ok(cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R, kAsync>, &launch.cfg)) &&
+          clusters > 0)
         limit = c;
     }
   }
@@ -391,9 +503,16 @@ constexpr int kPanelMaxR = sizeof(S) == 4 ? 4 : 2;
 template <typename S, int R>
 void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream) {
   const ClusterLaunch launch(C, stream);
-  detail::check(cudaLaunchKernelEx(&launch.cfg, householderPanelKernel<S, R>, A, lda, static_cast<int>(m), static_cast<int>(n), tau,
-                                   T, ldt),
+  // (st.async is undefined in a cluster of one block: PTX ISA, st.async. Panels of at most 256 rows keep the barrier.)
+  auto kernel =
+      panelExchangeAsync() && C > 1 ? householderPanelKernel<S, R, true> : householderPanelKernel<S, R, false>;
+  detail::check(cudaLaunchKernelEx(&launch.cfg, kernel, A, lda, static_cast<int>(m), static_cast<int>(n), tau, T, ldt),
                 "cudaLaunchKernelEx(householderPanelKernel)", __FILE__, __LINE__);
+}
+
+template <typename S, int R>
+int clusterLimitOfExchange() {
+  return panelExchangeAsync() ? clusterLimit<S, R, true>() : clusterLimit<S, R, false>();
 }
 
 }  // namespace
@@ -401,8 +520,8 @@ void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, in
 template <typename S>
 Index householderPanelMaxRows() {
   // Every instantiation is checked: they differ in registers per thread only, and a cluster size must fit all.
-  int c = std::min(clusterLimit<S, 1>(), clusterLimit<S, 2>());
-  if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimit<float, 4>());
+  int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
+  if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimitOfExchange<float, 4>());
   return Index(c) * kPanelThreads * kPanelMaxR<S>;
 }
 
