@@ -12,7 +12,9 @@
 // ||A - Q R||_F / (||A||_F m eps) and ||I - Q^T Q||_F / (m eps) with FP64 cuBLAS GEMMs and double-accumulated
 // norms, eps = machine epsilon of the working precision; for ours from the thin-Q run (deviceThinQ, deviceR), for
 // cuSOLVER from geqrf's R and orgqr's Q. For the r_only row: ||R_ours - R_cusolver||_F / ||R_cusolver||_F (both
-// follow LAPACK's signs). GB/s of the R-only path: m n sizeof(S) (one read of A) / time.
+// follow LAPACK's signs). GB/s of the R-only path: m n sizeof(S) (one read of A) / time. The notes give each row's
+// memory floor from a timed device-to-device copy of the matrix (median, same warm-up and runs): the copy's time for
+// thinq (read A, write Q), half of it for r_only (read A), and how many times that floor ours took.
 //
 // Run `tsqr_bench --help` for the options.
 #include <algorithm>
@@ -264,6 +266,17 @@ void benchShape(Handles& h, const Options& o, const Shape& sh, const std::string
   // Median of o.reps runs after o.warmup untimed ones; prep (untimed) before each run, on the idle stream.
   const auto timed = [&](auto&& prep, auto&& run) { return median(timeOnStream(h, o.warmup, o.reps, prep, run)); };
 
+  // The memory floor (issue 3: achieved bandwidth against the device's copy bandwidth): a device-to-device copy of
+  // the m x n matrix reads and writes it once, the least traffic of a thin Q (read A, write Q); R alone needs half.
+  const double copyMs = timed(nothing, restore);
+  const double copyGBs = 2.0 * double(m) * double(n) * sizeof(S) / (copyMs * 1e-3) / 1e9;
+  const auto floorNote = [&](double floorMs, double oursMs) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "; copy %.3f ms = %.0f GB/s; floor %.3f ms, ours %.2fx it", copyMs, copyGBs,
+                  floorMs, oursMs / floorMs);
+    return std::string(buf);
+  };
+
   // Thin Q.
   thin.oursMs = timed(nothing, [&] { ours(tcqr::ComputeThinQ); });
   thin.baseMs = timed(restore, [&] {
@@ -293,6 +306,7 @@ void benchShape(Handles& h, const Options& o, const Shape& sh, const std::string
     const Eigen::MatrixXd rc = Rc.template cast<double>().template triangularView<Eigen::Upper>();
     ronly.rDiff = (Ro.template cast<double>() - rc).norm() / rc.norm();
   }
+  thin.notes += floorNote(copyMs, thin.oursMs);
   printRow(thin);
   appendCsv(o, card, date, thin);
 
@@ -300,6 +314,7 @@ void benchShape(Handles& h, const Options& o, const Shape& sh, const std::string
   ronly.oursMs = timed(nothing, [&] { ours(tcqr::ComputeR); });
   ronly.baseMs = timed(restore, geqrf);
   ronly.gbps = double(m) * double(n) * sizeof(S) / (ronly.oursMs * 1e-3) / 1e9;
+  ronly.notes += floorNote(copyMs / 2, ronly.oursMs);
   printRow(ronly);
   appendCsv(o, card, date, ronly);
 }
@@ -331,7 +346,9 @@ int main(int argc, char** argv) {
               o.warmup, o.reps);
   std::printf("thinq: ours ComputeThinQ vs geqrf+orgqr; r_only: ours ComputeR vs geqrf. Errors on the device in double "
               "over the full matrices:\n  bwd = ||A-QR||_F/(||A||_F m eps), orth = ||I-Q^TQ||_F/(m eps) (ours / "
-              "cuSOLVER); R diff = ||R_ours-R_cusolver||/||R_cusolver||; GB/s = m n sizeof(S) / time (R only).\n");
+              "cuSOLVER); R diff = ||R_ours-R_cusolver||/||R_cusolver||; GB/s = m n sizeof(S) / time (R only);\n  copy = "
+              "cudaMemcpyAsync of the m x n matrix (GB/s counts its read and write); floor = the copy's time for thinq "
+              "(read A, write Q), half of it for r_only (read A).\n");
   std::printf("CSV: %s\n\n", o.csv.empty() ? "(none; --csv FILE)" : o.csv.c_str());
 
   int failures = 0;
