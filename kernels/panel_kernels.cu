@@ -448,7 +448,7 @@ struct ClusterLaunch {
 
 /// Which exchange the kernel uses: the st.async + mbarrier exchange (kAsync, the default) unless TCQR_PANEL_EXCHANGE
 /// is "barrier", which selects the cluster-barrier exchange (kept for comparisons: H100, 16384^2 TF32, TCQR_TRACE,
-/// 2026-11-27: 66-71 us per panel with kAsync against 89-90 us). Read once.
+/// 2026-11-27: 66-71 us per panel with kAsync against 88.5-90 us). Read once.
 bool panelExchangeAsync() {
   static const bool async = [] {
     const char* v = std::getenv("TCQR_PANEL_EXCHANGE");

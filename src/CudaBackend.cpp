@@ -265,8 +265,8 @@ class CudaQRState final : public QRState<S> {
            !(panelKind() == PanelKind::Hybrid && rows <= panelKernelRows(rows, cols));
   }
   /// usePanelKernel's row limit for a rows x cols factorization (0: the one-kernel panel is not used). Not with the
-  /// look-ahead lanes, which keep the TSQR panels: with the kernel they were within 2% of the default in TF32 and 5%
-  /// slower in FP64 at 16384^2 (H100, docs/DESIGN.md, "Panels").
+  /// look-ahead lanes, which keep the TSQR panels: with the kernel (barrier exchange, fe74d41) they were 1.5% faster
+  /// than the default in TF32 and 5% slower in FP64 at 16384^2 (H100, docs/DESIGN.md, "Panels").
   Index panelKernelRows(Index rows, Index cols) const {
     if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
     if (lookaheadLanes(resolvedPrecision(), rows, cols) > 0) return 0;
