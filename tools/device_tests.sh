@@ -36,7 +36,20 @@ for part in "$@"; do
     *) echo "device_tests.sh: unknown part '$part' (householder[12], precision, rest)" >&2; exit 2 ;;
   esac
 done
-[[ -x "$BIN/test_householder_qr_gpu" ]] || { echo "device_tests.sh: no test programs in $BIN" >&2; exit 2; }
+# The programs each part runs; all of them must be in $BIN (a bundle trimmed to fit the device tool's carry limit may
+# hold only some).
+programs_of() {
+  case "$1" in
+    householder | householder1 | householder2) echo test_householder_qr_gpu ;;
+    precision) echo test_precision_gpu ;;
+    rest) echo test_tsqr_gpu test_tall_skinny_qr_gpu test_panel_kernel_gpu ;;
+  esac
+}
+for part in "$@"; do
+  for prog in $(programs_of "$part"); do
+    [[ -x "$BIN/$prog" ]] || { echo "device_tests.sh: part '$part' needs $BIN/$prog, which is missing" >&2; exit 2; }
+  done
+done
 echo "commit $(cat "$BIN/../COMMIT" 2>/dev/null || echo '?'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $CORES cores"
 # A build with -mavx2 -mfma (bundle_for_device.sh) needs both on this CPU.
 grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo ||
