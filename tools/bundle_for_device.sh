@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # bundle_for_device.sh - copy the executables of a local sm_90 build into build-dev/bin, so that a device run can
-# carry them (the device tool's carry: ["build-dev"], about 35 MB) instead of spending 2-3 minutes of device time
+# carry them (the device tool's carry: ["build-dev"]; every program together is about 65 MB, over the tool's 64 MiB, so name
+# the programs a run needs) instead of spending 2-3 minutes of device time
 # configuring and building there. Run from the repository root after building, e.g.:
 #
 #   cmake -S . -B build-sm90 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTCQR_ENABLE_CUDA=ON \
 #         -DTCQR_BUILD_TESTS=ON -DTCQR_BUILD_EXAMPLES=ON -DTCQR_BUILD_BENCH=ON -DCMAKE_CXX_FLAGS="-mavx2 -mfma" \
 #     && cmake --build build-sm90 -j
-#   tools/bundle_for_device.sh build-sm90
+#   tools/bundle_for_device.sh build-sm90                                  # every program
+#   tools/bundle_for_device.sh build-sm90 qr_bench test_precision_gpu       # only these
 #
 # -mavx2 -mfma (every C++ file alike: Eigen's vector width sets its heap alignment and allocator, so files built with
 # different widths must not share matrices; docs/DESIGN.md "Testing on the GPU machine"): the GPU tests spend most
@@ -25,12 +27,27 @@ grep -Eq 'CMAKE_CUDA_ARCHITECTURES:[A-Z]+=90$' "$src/CMakeCache.txt" || { echo "
 flags="$(grep -E '^CMAKE_CXX_FLAGS:STRING=' "$src/CMakeCache.txt" || true)"
 [[ "$flags" == *-mavx2* && "$flags" == *-mfma* ]] ||
   echo "bundle_for_device.sh: warning: $src was not built with -mavx2 -mfma; its GPU tests' host checks run slower" >&2
+shift || true
+# Programs named after the build folder: only those (the device tool carries at most 64 MiB, and every program of a
+# full bundle together came to 65 MB on 2026-11-27); none named: every GPU test, benchmark and example.
 rm -rf build-dev && mkdir -p build-dev/bin
 for f in "$src"/tests/test_*_gpu "$src"/bench/* "$src"/examples/example_*; do
-  [[ -f "$f" && -x "$f" ]] && cp "$f" build-dev/bin/
+  [[ -f "$f" && -x "$f" ]] || continue
+  if [[ $# -gt 0 ]]; then
+    keep=0
+    for want in "$@"; do [[ "$(basename "$f")" == "$want" ]] && keep=1; done
+    [[ $keep -eq 1 ]] || continue
+  fi
+  cp "$f" build-dev/bin/
+done
+for want in "$@"; do
+  [[ -x "build-dev/bin/$want" ]] || { echo "bundle_for_device.sh: no program $want in $src" >&2; exit 2; }
 done
 commit="$(git rev-parse --short HEAD)"
 git diff --quiet HEAD -- include src kernels tests bench examples || commit="$commit-dirty"
 echo "$commit" > build-dev/COMMIT
 du -sh build-dev
+size_kb="$(du -sk build-dev | cut -f1)"
+(( size_kb <= 60000 )) ||
+  echo "bundle_for_device.sh: warning: build-dev is $((size_kb / 1024)) MiB; the device tool carries at most 64 MiB in all: name the programs you need" >&2
 ls build-dev/bin
