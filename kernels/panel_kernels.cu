@@ -30,6 +30,7 @@
 
 #include "../src/CudaCheck.hpp"
 #include "../src/kernels.hpp"
+#include "device_math.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -98,13 +99,6 @@ __device__ __forceinline__ void clusterArrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
 __device__ __forceinline__ void clusterWait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-
-template <typename S>
-__device__ __forceinline__ S panelTinyNormSq();
-template <>
-__device__ __forceinline__ float panelTinyNormSq<float>() { return FLT_MIN; }
-template <>
-__device__ __forceinline__ double panelTinyNormSq<double>() { return DBL_MIN; }
 
 /// One butterfly stage of reduceScatter32: lanes with bit O set keep the upper O of their 2 O values, the others the
 /// lower O, each adding its partner's copy of the half it keeps.
@@ -305,7 +299,7 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
       }
       // Reflector j (Eigen's makeHouseholderInPlace).
       S beta = alpha, tj = S(0), scale = S(0);
-      if (!(tail2 <= panelTinyNormSq<S>())) {
+      if (!(tail2 <= tinyNormSq<S>())) {
         beta = sqrt(alpha * alpha + tail2);
         if (alpha >= S(0)) beta = -beta;
         tj = (beta - alpha) / beta;

@@ -9,6 +9,7 @@
 #include "../src/CudaCheck.hpp"
 #include "../src/Tunables.hpp"
 #include "../src/kernels.hpp"
+#include "device_math.cuh"
 
 namespace tcqr {
 namespace kernels {
@@ -27,13 +28,6 @@ __device__ __forceinline__ S warpSum(S v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-
-template <typename S>
-__device__ __forceinline__ S tinyNormSq();
-template <>
-__device__ __forceinline__ float tinyNormSq<float>() { return FLT_MIN; }
-template <>
-__device__ __forceinline__ double tinyNormSq<double>() { return DBL_MIN; }
 
 // Register-resident tile (TPDS'25 Fig. 4, right): column c belongs to warp c % kTileWarps, which keeps it in
 // registers as slot c / kTileWarps; lane l holds rows l, l+32, ..., l+224 (kSlots values). Every reduction is a
