@@ -2,10 +2,6 @@
 // run on any backend. A backend ("Ops") provides, on its own memory space:
 //   gemm(opA, opB, alpha, A, B, beta, C)        C = alpha op(A) op(B) + beta C, in the object's precision mode
 //   gemmExact(opA, opB, alpha, A, B, beta, C)   the same in the storage precision (small products inside a panel)
-//   gemmT(opA, opB, alpha, A, B, beta, C)       the same in tProductPrecision(mode): T's products (the storage
-//                                               precision, or TF32x3 in the float tensor-core modes)
-//   trmmUpper(op, U, Z, beta, C)                C = op(U) Z + beta C, U upper triangular (T): trmmUpperGemmGeneric
-//                                               or better, in tProductPrecision(mode)
 //   columnScales(A, d), scaleColumns(A, d, inverse, upperOnly)   power-of-two column scaling (FP16 mode)
 //   trmmLowerAcc(opL, alpha, L, Z, C, cutoff, scheme)
 //   mode                                        the Precision of gemm() (selects the TRMM plan)
@@ -226,53 +222,31 @@ constexpr Index kSmallWY = 32;
 /// 512 rows, the FP32/FP64 merge cap).
 constexpr Index kTrmmUpperCutoff = 256;
 
-/// The block structure of trmmUpperGemm (TPDS'25 Algorithm 3's, for an upper triangular U): C = op(U) Z + beta C with
-/// U (k x k) upper triangular, zeros below its diagonal. The diagonal blocks recurse and the off-diagonal block is one
-/// product, down to blocks of at most kTrmmUpperCutoff rows multiplied in full. `gemm(op, ur, uc, unr, unc, zr, cr,
-/// first)` must perform
-///   C(cr : cr + rows(op(Ub)), :) = op(Ub) Z(zr : zr + cols(op(Ub)), :) + (first ? beta : 1) C(cr : ..., :),
-///   Ub = U(ur : ur + unr, uc : uc + unc).
-/// Splits are multiples of 16 so that every block starts 16-byte aligned in converted copies.
-template <class BlockGemm>
-void trmmUpperBlocks(BlockGemm& gemm, Op op, Index r0, Index k, bool first) {
+/// C = op(U) Z + beta C for U (k x k) upper triangular with zeros below its diagonal, by GEMMs in the storage
+/// precision (gemmExact): the diagonal blocks recurse and the off-diagonal block is one product (TPDS'25 Algorithm 3's
+/// structure). cuBLAS's in-place TRMM, which this replaces, ran at 3-4 TFLOP/s on the H100 (double, 2097152 x 128 by
+/// 128 x 128). Not in the precision mode: T's products are an extra rounding stage the W form does not have, and in
+/// the mode they made the 4096^2 factorization 1.3-1.4x less accurate (TF32/FP16 backward error 1.03e-3 against
+/// 7.7e-4, TF32x3 3.2e-6 against 2.3e-6; H100, 32e3e91).
+template <class Ops, typename S>
+void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
+  const Index k = U.rows;
   if (k <= kTrmmUpperCutoff) {
-    gemm(op, r0, r0, k, k, r0, r0, first);
+    ops.gemmExact(op, Op::N, S(1), U, Z, beta, C);
     return;
   }
   const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;
+  View<S> U11 = U.block(0, 0, k1, k1), U12 = U.block(0, k1, k1, k2), U22 = U.block(k1, k1, k2, k2);
+  View<S> Z1 = Z.topRows(k1), Z2 = Z.bottomRows(k2), C1 = C.topRows(k1), C2 = C.bottomRows(k2);
   if (op == Op::N) {  // [C1; C2] = [U11 Z1 + U12 Z2; U22 Z2]
-    trmmUpperBlocks(gemm, op, r0, k1, first);
-    gemm(Op::N, r0, r0 + k1, k1, k2, r0 + k1, r0, false);
-    trmmUpperBlocks(gemm, op, r0 + k1, k2, first);
+    trmmUpperGemm(ops, op, U11, Z1, beta, C1);
+    ops.gemmExact(Op::N, Op::N, S(1), U12, Z2, S(1), C1);
+    trmmUpperGemm(ops, op, U22, Z2, beta, C2);
   } else {  // [C1; C2] = [U11^T Z1; U12^T Z1 + U22^T Z2]
-    trmmUpperBlocks(gemm, op, r0, k1, first);
-    gemm(Op::T, r0, r0 + k1, k1, k2, r0, r0 + k1, first);
-    trmmUpperBlocks(gemm, op, r0 + k1, k2, false);
+    trmmUpperGemm(ops, op, U11, Z1, beta, C1);
+    ops.gemmExact(Op::T, Op::N, S(1), U12, Z1, beta, C2);
+    trmmUpperGemm(ops, op, U22, Z2, S(1), C2);
   }
-}
-
-/// trmmUpperBlocks with ops.gemmT on views of U, Z and C. cuBLAS's in-place TRMM, which this replaced, ran at 3-4
-/// TFLOP/s on the H100 (double, 2097152 x 128 by 128 x 128).
-template <class Ops, typename S>
-void trmmUpperGemmGeneric(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
-  auto gemm = [&](Op o, Index ur, Index uc, Index unr, Index unc, Index zr, Index cr, bool first) {
-    const Index zRows = o == Op::N ? unc : unr, cRows = o == Op::N ? unr : unc;
-    ops.gemmT(o, Op::N, S(1), U.block(ur, uc, unr, unc), Z.block(zr, 0, zRows, Z.cols), first ? beta : S(1),
-              C.block(cr, 0, cRows, C.cols));
-  };
-  trmmUpperBlocks(gemm, op, 0, U.rows, true);
-}
-
-/// C = op(U) Z + beta C for U (k x k) upper triangular with zeros below its diagonal (T's product in the WY updates and
-/// merges), in tProductPrecision(ops.mode): the storage precision, or TF32x3 in the float tensor-core modes. Not in
-/// the mode itself: T's products are an extra rounding stage the W form does not have, and in the mode they made the
-/// 4096^2 factorization 1.3-1.4x less accurate (TF32/FP16 backward error 1.03e-3 against 7.7e-4, TF32x3 3.2e-6
-/// against 2.3e-6; H100, 32e3e91). The backend chooses how to run the products (ops.trmmUpper: CudaOps converts U
-/// and Z once for TF32x3).
-template <class Ops, typename S>
-void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
-  if (C.empty()) return;
-  ops.trmmUpper(op, U, Z, beta, C);
 }
 
 /// C = Z op(U) + beta C, the right-hand counterpart of trmmUpperGemm (same blocks, same storage-precision GEMMs): for
@@ -497,8 +471,8 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   if (blocks) return;  // T1 and T2 stay separate blocks
 
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
-  // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs in
-  // tProductPrecision (T1 and T2 hold zeros below their diagonals; see trmmUpperGemm for why not in the mode).
+  // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs in the storage
+  // precision (T1 and T2 hold zeros below their diagonals; see trmmUpperGemm for why not in the mode).
   View<S> T12 = T.block(0, n1, n1, n2);
   const Index below = m - n1 - n2;
   if (n1 <= kSmallWY && n2 <= kSmallWY) {
@@ -512,7 +486,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   ops.gemm(Op::T, Op::N, S(-1), A1.block(n1, 0, n2, n1), Y2t, S(0), P);
   if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(1), P);
   trmmUpperGemm(ops, Op::N, T1, P, S(0), X);
-  ops.gemmT(Op::N, Op::N, S(1), X, T2, S(0), T12);
+  ops.gemmExact(Op::N, Op::N, S(1), X, T2, S(0), T12);
 }
 
 /// Scratch of factor()'s main lane for an m x n matrix.

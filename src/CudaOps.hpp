@@ -218,18 +218,11 @@ inline Index accumPartialBytes(Index m, Index n, Index elemBytes, int sms) {
 /// WY applications is bounded by (m + 8) x (n + min(m, n)) elements (W^T A2 reads W, m x n1, and A2, m x n2). In
 /// FP32 the same buffer holds the split-K partials.
 /// The float modes reserve the split-K partials too: solve() and the Q products run in FP32 whatever the mode.
-/// In the modes whose T products run in TF32x3 (tProductPrecision) it also holds the split copies of T and of the
-/// product it multiplies (CudaOps::trmmUpper): at most a merged T of maxMergedCols columns times the n columns.
 inline Index conversionBytes(Precision mode, Index m, Index n) {
   const Index e = conversionElementBytes(mode);
   const bool floatMode = mode != Precision::FP64 && mode != Precision::FP64Emulated;
-  Index bytes = floatMode ? splitKBytes(m) : 0;
-  if (e > 0) bytes = std::max(bytes, e * (m + 8) * (n + std::min(m, n) + 16) + 256);
-  if (tProductPrecision(mode) == Precision::TF32x3) {
-    const Index cap = maxMergedCols(mode, m), k = cap > 0 ? std::min({m, n, cap}) : std::min(m, n);
-    bytes = std::max(bytes, conversionElementBytes(Precision::TF32x3) * (k + 8) * (k + n + 16) + 512);
-  }
-  return bytes;
+  const Index split = floatMode ? splitKBytes(m) : 0;
+  return e == 0 ? split : std::max(split, e * (m + 8) * (n + std::min(m, n) + 16) + 256);
 }
 
 /// One look-ahead lane of factorRecursive: a stream, its own cuBLAS handle (limited to part of the GPU, see
@@ -399,32 +392,6 @@ struct CudaOps {
     Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
   }
 
-  /// T's products (Algorithms.hpp trmmUpperGemm, the merge's X T2) in tProductPrecision(mode): the storage precision
-  /// (gemmExact), or TF32x3 in the float tensor-core modes where x3ProductInFp32 does not keep them in FP32.
-  void gemmT(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
-    const Index k = (ta == Op::N) ? A.cols : A.rows;
-    if (tProductPrecision(mode) != Precision::TF32x3 || C.empty() || k == 0 ||
-        x3ProductInFp32(C.rows, C.cols, k)) {
-      gemmExact(ta, tb, alpha, A, B, beta, C);
-      return;
-    }
-    const auto t = traced("gemmT (TF32x3)");
-    CudaOps x3 = *this;
-    x3.mode = Precision::TF32x3;
-    x3.trace = nullptr;  // (timed here, as one operation)
-    x3.gemmMode(ta, tb, alpha, A, B, beta, C, k);
-  }
-  /// C = op(U) Z + beta C, U upper triangular (T): trmmUpperGemmGeneric, or in TF32x3 with U and Z split once and
-  /// every block product on offsets into the copies (splitting per product re-read Z once per level).
-  void trmmUpper(Op op, View<S> U, View<S> Z, S beta, View<S> C) {
-    if (tProductPrecision(mode) != Precision::TF32x3 || x3ProductInFp32(U.rows, Z.cols, U.rows)) {
-      trmmUpperGemmGeneric(*this, op, U, Z, beta, C);
-      return;
-    }
-    const auto t = traced("trmmUpper (TF32x3)");
-    trmmUpperX3(op, U, Z, beta, C);
-  }
-
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     const auto t = traced("trmmLowerAcc");
     // (TF32x3 with a narrow triangle or few columns: each block product then runs in FP32, see x3ProductInFp32.)
@@ -451,7 +418,6 @@ struct CudaOps {
  private:
   void gemmMode(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C, Index k);
   void trmmConverted(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme);
-  void trmmUpperX3(Op op, View<S> U, View<S> Z, S beta, View<S> C);
 
  public:
   void geqrfPanel(View<S> A, S* tau) {
@@ -683,29 +649,6 @@ inline void CudaOps<float>::trmmConverted(Op opL, float alpha, View<float> L, Vi
                      C.ld);
   };
   trmmBlocks(gemm, opL, k, cutoff, scheme);
-}
-
-template <>
-inline void CudaOps<double>::trmmUpperX3(Op op, View<double> U, View<double> Z, double beta, View<double> C) {
-  trmmUpperGemmGeneric(*this, op, U, Z, beta, C);  // (tProductPrecision is never TF32x3 for double)
-}
-
-template <>
-inline void CudaOps<float>::trmmUpperX3(Op op, View<float> U, View<float> Z, float beta, View<float> C) {
-  constexpr Precision x3 = Precision::TF32x3;
-  const Index k = U.rows;
-  const Index bytesU = convertedBytes(x3, k, k), bytesZ = convertedBytes(x3, Z.rows, Z.cols);
-  char* w = conversion->reserve(bytesU + bytesZ, stream);
-  const ConvertedOperand u = convertOperand(x3, U, w, stream), z = convertOperand(x3, Z, w + bytesU, stream);
-  auto gemm = [&](Op o, Index ur, Index uc, Index unr, Index unc, Index zr, Index cr, bool first) {
-    const Index rowsC = o == Op::N ? unr : unc;
-    // Op::T reaching U's last row: the inner dimension runs on into the zero padding rows of both copies (both have
-    // ld = paddedRows(k)), so that it stays a multiple of 8.
-    const Index inner = o == Op::N ? unc : (ur + unr == k ? u.ld - ur : unr);
-    convertedProduct(blas, x3, o, Op::N, rowsC, Z.cols, inner, 1.0f, u.at(ur, uc), z.at(zr, 0), first ? beta : 1.0f,
-                     C.p + cr, C.ld);
-  };
-  trmmUpperBlocks(gemm, op, 0, k, true);
 }
 
 /// Makes the object's device current for the duration of a call.

@@ -72,13 +72,15 @@ struct HostOps {
   Index panelKernelRows = 0;  ///< usePanelKernel's row limit: 0 in host factorizations, set by tests only
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
-    gemmIn(mode, ta, tb, alpha, A, B, beta, C);
+    const Index inner = (ta == Op::N) ? A.cols : A.rows;
+    const bool x3InFp32 = mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
+    if (std::is_same<S, float>::value && !x3InFp32 &&
+        (mode == Precision::TF32 || mode == Precision::TF32x3 || mode == Precision::FP16 || mode == Precision::BF16)) {
+      gemmRounded(ta, tb, alpha, A, B, beta, C);
+      return;
+    }
+    gemmExact(ta, tb, alpha, A, B, beta, C);
   }
-  /// T's products: in tProductPrecision(mode), as CudaOps::gemmT.
-  void gemmT(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
-    gemmIn(tProductPrecision(mode), ta, tb, alpha, A, B, beta, C);
-  }
-  void trmmUpper(Op op, View<S> U, View<S> Z, S beta, View<S> C) { trmmUpperGemmGeneric(*this, op, U, Z, beta, C); }
 
   /// S = beta S + Y^T Y on the upper triangle only (formT reads nothing else): a symmetric rank-k update, half the
   /// flops of the full product, which on a single-panel factorization (n <= the block size) cost as much as the
@@ -152,21 +154,9 @@ struct HostOps {
     return y;
   }
 
-  /// A product in precision mode `m` (emulated as CudaOps runs it).
-  void gemmIn(Precision m, Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
-    const Index inner = (ta == Op::N) ? A.cols : A.rows;
-    const bool x3InFp32 = m == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
-    if (std::is_same<S, float>::value && !x3InFp32 &&
-        (m == Precision::TF32 || m == Precision::TF32x3 || m == Precision::FP16 || m == Precision::BF16)) {
-      gemmRounded(m, ta, tb, alpha, A, B, beta, C);
-      return;
-    }
-    gemmExact(ta, tb, alpha, A, B, beta, C);
-  }
-
   // The GPU modes on the host: operands rounded entrywise as the tensor cores consume them, products accumulated in
   // S. TF32x3 sums lo*hi + hi*lo + hi*hi with hi = tf32(x) and lo = tf32(x - hi), as kernels/precision_kernels.cu.
-  void gemmRounded(Precision rounding, Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+  void gemmRounded(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;
     const Index inner = (ta == Op::N) ? A.cols : A.rows;
     if (inner == 0) {
@@ -179,7 +169,7 @@ struct HostOps {
         for (Index i = 0; i < r.rows(); ++i) {
           const float x = static_cast<float>(r(i, j));
           float v;
-          switch (rounding) {
+          switch (mode) {
             case Precision::FP16: v = roundFp16(x); break;
             case Precision::BF16: v = roundBf16(x); break;
             default: {
@@ -197,7 +187,7 @@ struct HostOps {
       gemmExact(ta, tb, alpha, av, bv, bet, C);
     };
     const Mat aHi = rounded(A, 0), bHi = rounded(B, 0);
-    if (rounding == Precision::TF32x3) {
+    if (mode == Precision::TF32x3) {
       const Mat aLo = rounded(A, 1), bLo = rounded(B, 1);
       product(aLo, bHi, beta);
       product(aHi, bLo, S(1));

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
-#include <string>
 
 #include "tcqr/Backend.h"
 
@@ -87,27 +86,6 @@ constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
 /// Whether TF32x3 runs an (m x n, inner dimension k) product in plain FP32 (see kX3Fp32MaxDim).
 inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
-}
-/// The arithmetic of T's products in the factorization (Algorithms.hpp trmmUpperGemm and the merge's X T2: Ops::gemmT,
-/// Ops::trmmUpper) in a precision mode. They stay out of the mode (an extra rounding stage at the mode's unit
-/// roundoff; see trmmUpperGemm), but in TF32, FP16 and BF16 the FP32 SGEMMs they were took 17 of the 101 traced ms
-/// of 16384^2 TF32 and 53 of 367 ms of 32768^2 FP16 (H100, 1fe1112), more than the mode's own large GEMMs in TF32.
-/// There TF32x3 (about 2^-21 relative per product, against the mode's 2^-11) runs them on the tensor cores instead;
-/// products x3ProductInFp32 keeps in FP32 stay there. Default means the storage precision (FP32, FP64 and TF32x3
-/// itself, whose T in its own arithmetic measured less accurate). TCQR_T_PRODUCTS=storage restores the storage
-/// precision in every mode (for measurements).
-inline Precision tProductPrecision(Precision mode) {
-  static const bool storage = [] {
-    const char* v = std::getenv("TCQR_T_PRODUCTS");
-    return v != nullptr && std::string(v) == "storage";
-  }();
-  if (storage) return Precision::Default;
-  switch (mode) {
-    case Precision::TF32:
-    case Precision::FP16:
-    case Precision::BF16: return Precision::TF32x3;
-    default: return Precision::Default;
-  }
 }
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. Off by default: on the H100 (2026-11-27, docs/DESIGN.md

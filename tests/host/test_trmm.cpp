@@ -8,7 +8,6 @@
 #include <doctest/doctest.h>
 
 #include <limits>
-#include <string>
 
 #include <Eigen/Dense>
 
@@ -90,38 +89,4 @@ TEST_CASE_TEMPLATE("T's products: trmmUpperGemm and trmmUpperGemmRight match Eig
         checkUpper<T>(right, op, 1100, 37, beta);  // several levels of the recursion (cutoff 256), k not a multiple of 16
         checkUpper<T>(right, op, 200, 5, beta);    // one block: a single full product
       }
-}
-
-// In TF32, FP16 and BF16 the factorization's T products run in TF32x3 (tProductPrecision), emulated here as on the GPU:
-// they must stay close to FP32, where a product in the mode itself is off by its unit roundoff (2^-11 for TF32 and
-// FP16). Z has more than kX3Fp32MaxDim columns, so the TF32x3 path is the one taken.
-TEST_CASE("T's products in the tensor-core modes: TF32x3, not the mode") {
-  TCQR_RANDOM_SEED();
-  if (tcqr::detail::tProductPrecision(tcqr::Precision::FP16) != tcqr::Precision::TF32x3) {
-    MESSAGE("TCQR_T_PRODUCTS=storage: T's products run in FP32, nothing of TF32x3 to check");
-    return;
-  }
-  const Eigen::Index k = 700, c = 150;
-  for (tcqr::Precision mode : {tcqr::Precision::TF32, tcqr::Precision::FP16, tcqr::Precision::BF16})
-    for (Op op : {Op::N, Op::T}) {
-      Mat<float> U = tcqr_test::uniformMatrix<float>(k, k);
-      U.triangularView<Eigen::StrictlyLower>().setZero();
-      const Mat<float> Z = tcqr_test::uniformMatrix<float>(k, c), C0 = tcqr_test::uniformMatrix<float>(k, c);
-      const Mat<double> ref = (op == Op::N ? Mat<double>(U.cast<double>() * Z.cast<double>())
-                                           : Mat<double>(U.cast<double>().transpose() * Z.cast<double>())) +
-                              0.5 * C0.cast<double>();
-      HostOps<float> ops;
-      ops.mode = mode;
-      Mat<float> Zc = Z, C = C0;
-      tcqr::detail::trmmUpperGemm(ops, op, view(U), view(Zc), 0.5f, view(C));
-      const double diff = (C.cast<double>() - ref).norm() / ref.norm();
-      // The same product with the mode's own GEMM, to show that the bound tells the two apart.
-      Mat<float> Cm = C0, Um = op == Op::N ? U : Mat<float>(U.transpose());
-      ops.gemm(Op::N, Op::N, 1.0f, view(Um), view(Zc), 0.5f, view(Cm));
-      const double diffMode = (Cm.cast<double>() - ref).norm() / ref.norm();
-      INFO("mode " << std::string(tcqr::precisionName(mode)) << ", op " << (op == Op::N ? "N" : "T") << ": TF32x3 " << diff
-                   << ", in the mode " << diffMode);
-      CHECK(diff < 20 * std::sqrt(double(k)) * double(Eigen::NumTraits<float>::epsilon()));
-      CHECK(diffMode > 100 * diff);
-    }
 }
