@@ -89,7 +89,8 @@ void usage(const char* argv0) {
       "  --seed S          cuRAND seed (default 20251125)\n"
       "  --md FILE         write the table as Markdown (overwrites FILE)\n"
       "  --csv FILE        write the rows as CSV (overwrites FILE)\n"
-      "  --commit STR      commit recorded in the outputs (default: git short hash at configure time: %s)\n"
+      "  --commit STR      commit recorded in the outputs (default: the commit built from,\n"
+      "                    with -dirty if tracked files differed: %s)\n"
       "  --help\n",
       argv0, TCQR_BENCH_COMMIT);
 }

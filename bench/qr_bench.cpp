@@ -116,7 +116,8 @@ void usage(const char* argv0) {
       "  --seed S          cuRAND / host RNG seed (default 20251125)\n"
       "  --csv PATH        CSV to append to (default bench/results/h100.csv; header written if new)\n"
       "  --no-csv          do not write a CSV\n"
-      "  --commit STR      commit recorded in the CSV (default: git short hash at configure time: %s)\n"
+      "  --commit STR      commit recorded in the CSV (default: the commit built from,\n"
+      "                    with -dirty if tracked files differed: %s)\n"
       "  --help\n",
       argv0, TCQR_BENCH_COMMIT);
 }
@@ -737,9 +738,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string date = utcDate();
-  std::printf("date (UTC) %s  commit %s  Eigen %d.%d.%d  CPU threads for Eigen: %d (%s)  seed %llu\n", date.c_str(),
-              o.commit.c_str(), EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, threads, threadNote,
-              o.seed);
+  std::printf("date (UTC) %s  commit %s  Eigen %d.%d.%d (SIMD: %s)  CPU threads for Eigen: %d (%s)  seed %llu\n",
+              date.c_str(), o.commit.c_str(), EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
+              Eigen::SimdInstructionSetsInUse(), threads, threadNote, o.seed);
   std::printf("CSV: %s\n", o.writeCsv ? o.csv.c_str() : "(disabled)");
   {
     auto lower = [](std::string x) {

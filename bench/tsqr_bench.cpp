@@ -94,7 +94,8 @@ void usage(const char* argv0) {
       "  --warmup N     untimed runs before them (default 2)\n"
       "  --no-errors    skip the error measurement\n"
       "  --csv FILE     append one row per measurement to FILE (header written if new)\n"
-      "  --commit STR   commit recorded in the CSV (default: git short hash at configure time: %s)\n"
+      "  --commit STR   commit recorded in the CSV (default: the commit built from,\n"
+      "                 with -dirty if tracked files differed: %s)\n"
       "  --seed N       cuRAND seed (default 1234)\n",
       argv0, kDefaultShapes, kQuickShapes, TCQR_BENCH_COMMIT);
 }
