@@ -8,6 +8,7 @@
 // with that dimension rounded up to a multiple of 8 (the padded products are exact zeros).
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -99,13 +100,16 @@ inline unsigned gridFor(Index total) {
   return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
 }
 
-// Column scales in three grid-wide passes (grid: row chunks x columns, so a tall matrix with few columns still fills
-// the GPU; one block per column took 28 ms for 8388608 x 32 on the H100):
+// Column scales in grid-wide passes (grid: row chunks x columns, so a tall matrix with few columns still fills the
+// GPU; one block per column took 28 ms for 8388608 x 32 on the H100). Double:
 //   1. m_j = max_i |a_ij|, by atomicMax on the bit patterns (non-negative IEEE values order like unsigned integers;
 //      a NaN's pattern is above infinity's, so a NaN column comes out non-finite);
 //   2. s_j = sum_i (a_ij / m_j)^2 accumulated in double (no overflow or underflow for any finite column);
 //   3. d_j = 2^-e with 2^(e-1) <= m_j sqrt(s_j) < 2^e (frexp), so the scaled column has norm in [1/2, 1) and the
 //      scaling is exact; a zero or non-finite column keeps d_j = 1.
+// Float (the FP16 mode's case) needs no maximum: a float squared in double neither overflows (at most 1.2e77) nor
+// underflows (at least 2.0e-90), so s_j = sum_i a_ij^2 in double is one pass and step 3 takes m_j = 1. The two passes
+// and the division per element read 4.3 GB in 4.1 ms at 32768^2 (H100, TCQR_TRACE, 1fe1112).
 template <typename S>
 struct Bits;
 template <>
@@ -169,6 +173,38 @@ __global__ void columnSumKernel(const S* __restrict__ A, Index lda, Index rows,
   }
 }
 
+__global__ void columnSumSquaresKernel(const float* __restrict__ A, Index lda, Index rows, double* sums) {
+  const Index j = blockIdx.y;
+  const float* col = A + j * lda;
+  const Index r0 = Index(blockIdx.x) * kScaleRowsPerBlock, r1 = min(rows, r0 + kScaleRowsPerBlock);
+  double sum = 0;
+  for (Index i = r0 + threadIdx.x; i < r1; i += blockDim.x) {
+    const double x = col[i];
+    sum = fma(x, x, sum);
+  }
+  __shared__ double red[kThreads / 32];
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) sum += red[w];
+    atomicAdd(sums + j, sum);
+  }
+}
+
+__global__ void columnScaleFinishFloatKernel(Index cols, const double* __restrict__ sums, float* __restrict__ d) {
+  for (Index j = blockIdx.x * Index(blockDim.x) + threadIdx.x; j < cols; j += Index(gridDim.x) * blockDim.x) {
+    const double s = sums[j];
+    if (!(s > 0.0) || !isfinite(s)) {  // a zero column, or one holding an infinity or a NaN
+      d[j] = 1.0f;
+      continue;
+    }
+    int e = 0;
+    frexp(sqrt(s), &e);
+    d[j] = float(ldexp(1.0, -e));
+  }
+}
+
 template <typename S>
 __global__ void columnScaleFinishKernel(Index cols, const typename Bits<S>::type* __restrict__ maxBits,
                                         const double* __restrict__ sums, S* __restrict__ d) {
@@ -184,17 +220,24 @@ __global__ void columnScaleFinishKernel(Index cols, const typename Bits<S>::type
   }
 }
 
-// A(:, j) *= d_j, or /= d_j when `inverse`; with `upperOnly` only rows i <= j (the R part of a packed QR).
+// A(:, j) *= d_j, or /= d_j when `inverse`; with `upperOnly` only rows i <= j (the R part of a packed QR). Grid: row
+// chunks x columns (blockIdx.y + column offset), like the column scales: no index division per element, and with
+// upperOnly the chunks below the diagonal return at once (a grid-stride loop over all m n entries with a 64-bit
+// division each took as long for R alone as for the whole matrix: 3.1 ms per call at 32768^2, H100, 1fe1112).
 template <typename S>
-__global__ void scaleColumnsKernel(S* A, Index lda, Index rows, Index cols, const S* __restrict__ d, bool inverse,
+__global__ void scaleColumnsKernel(S* A, Index lda, Index rows, Index c0, const S* __restrict__ d, bool inverse,
                                    bool upperOnly) {
-  const Index total = rows * cols;
-  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
-    const Index j = idx / rows, i = idx - j * rows;
-    if (upperOnly && i > j) continue;
-    const S f = d[j];
-    A[i + j * lda] = inverse ? A[i + j * lda] / f : A[i + j * lda] * f;
-  }
+  const Index j = c0 + blockIdx.y;
+  const Index r0 = Index(blockIdx.x) * kScaleRowsPerBlock;
+  const Index r1 = min(upperOnly ? min(rows, j + 1) : rows, r0 + kScaleRowsPerBlock);
+  if (r0 >= r1) return;
+  S* col = A + j * lda;
+  // (Division for the inverse: d_j may be as small as 2^-129, whose reciprocal overflows a float.)
+  const S f = d[j];
+  if (inverse)
+    for (Index i = r0 + threadIdx.x; i < r1; i += blockDim.x) col[i] /= f;
+  else
+    for (Index i = r0 + threadIdx.x; i < r1; i += blockDim.x) col[i] *= f;
 }
 
 }  // namespace
@@ -227,15 +270,25 @@ void launchColumnScales(const S* A, Index lda, Index rows, Index cols, S* d, voi
   TCQR_CHECK(cudaMemsetAsync(work, 0, 16 * static_cast<size_t>(cols), stream));
   const Index chunks = (rows + kScaleRowsPerBlock - 1) / kScaleRowsPerBlock;  // < 2^31 for any 64-bit row count
   constexpr Index kMaxGridY = 65535;
-  for (Index c0 = 0; rows > 0 && c0 < cols; c0 += kMaxGridY) {
-    const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(std::min(kMaxGridY, cols - c0)));
-    columnMaxKernel<S><<<grid, kThreads, 0, stream>>>(A + c0 * lda, lda, rows, maxBits + c0);
-    TCQR_CHECK_LAUNCH("columnMaxKernel");
-    columnSumKernel<S><<<grid, kThreads, 0, stream>>>(A + c0 * lda, lda, rows, maxBits + c0, sums + c0);
-    TCQR_CHECK_LAUNCH("columnSumKernel");
+  if constexpr (std::is_same<S, float>::value) {
+    for (Index c0 = 0; rows > 0 && c0 < cols; c0 += kMaxGridY) {
+      const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(std::min(kMaxGridY, cols - c0)));
+      columnSumSquaresKernel<<<grid, kThreads, 0, stream>>>(A + c0 * lda, lda, rows, sums + c0);
+      TCQR_CHECK_LAUNCH("columnSumSquaresKernel");
+    }
+    columnScaleFinishFloatKernel<<<gridFor(cols), kThreads, 0, stream>>>(cols, sums, d);
+    TCQR_CHECK_LAUNCH("columnScaleFinishFloatKernel");
+  } else {
+    for (Index c0 = 0; rows > 0 && c0 < cols; c0 += kMaxGridY) {
+      const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(std::min(kMaxGridY, cols - c0)));
+      columnMaxKernel<S><<<grid, kThreads, 0, stream>>>(A + c0 * lda, lda, rows, maxBits + c0);
+      TCQR_CHECK_LAUNCH("columnMaxKernel");
+      columnSumKernel<S><<<grid, kThreads, 0, stream>>>(A + c0 * lda, lda, rows, maxBits + c0, sums + c0);
+      TCQR_CHECK_LAUNCH("columnSumKernel");
+    }
+    columnScaleFinishKernel<S><<<gridFor(cols), kThreads, 0, stream>>>(cols, maxBits, sums, d);
+    TCQR_CHECK_LAUNCH("columnScaleFinishKernel");
   }
-  columnScaleFinishKernel<S><<<gridFor(cols), kThreads, 0, stream>>>(cols, maxBits, sums, d);
-  TCQR_CHECK_LAUNCH("columnScaleFinishKernel");
 }
 template void launchColumnScales<float>(const float*, Index, Index, Index, float*, void*, cudaStream_t);
 template void launchColumnScales<double>(const double*, Index, Index, Index, double*, void*, cudaStream_t);
@@ -244,8 +297,14 @@ template <typename S>
 void launchScaleColumns(S* A, Index lda, Index rows, Index cols, const S* d, bool inverse, bool upperOnly,
                         cudaStream_t stream) {
   if (rows * cols == 0) return;
-  scaleColumnsKernel<S><<<gridFor(rows * cols), kThreads, 0, stream>>>(A, lda, rows, cols, d, inverse, upperOnly);
-  TCQR_CHECK_LAUNCH("scaleColumnsKernel");
+  const Index rowsUsed = upperOnly ? std::min(rows, cols) : rows;
+  const Index chunks = (rowsUsed + kScaleRowsPerBlock - 1) / kScaleRowsPerBlock;
+  constexpr Index kMaxGridY = 65535;
+  for (Index c0 = 0; c0 < cols; c0 += kMaxGridY) {
+    const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(std::min(kMaxGridY, cols - c0)));
+    scaleColumnsKernel<S><<<grid, kThreads, 0, stream>>>(A, lda, rows, c0, d, inverse, upperOnly);
+    TCQR_CHECK_LAUNCH("scaleColumnsKernel");
+  }
 }
 template void launchScaleColumns<float>(float*, Index, Index, Index, const float*, bool, bool, cudaStream_t);
 template void launchScaleColumns<double>(double*, Index, Index, Index, const double*, bool, bool, cudaStream_t);

@@ -257,6 +257,21 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
   CHECK(x3.orth <= x3Factor * fp32.orth);
 }
 
+/// FP16's column scaling near the ends of the float range: column norms from 1e-37 (entries below FLT_MIN, subnormal)
+/// to 1e37 (squares far beyond FLT_MAX; the GPU's scales sum the squares in double, kernels/precision_kernels.cu).
+/// Every column must come back with FP16's relative accuracy: none may overflow, flush to zero, or lose its R.
+inline void fp16RangeEndsCheck(Backend backend) {
+  const Mat<float> A = spreadColumnsMatrix<float>(400, 200, 1e-37, 1e37);
+  REQUIRE(A.cwiseAbs().minCoeff() < std::numeric_limits<float>::min());  // some entries are subnormal
+  const TCQR<Mat<float>> qr = factorInMode<float>(A, backend, Precision::FP16);
+  REQUIRE(qr.info() == Eigen::Success);
+  const QRErrors e = measureErrors<float>(A, qr);
+  REQUIRE(e.finite);
+  const ModeBounds b = modeBounds(Precision::FP16, qr.activeBackend());
+  CHECK(report("orthogonality", e.orth) <= kTestSlack * b.orth);
+  CHECK(report("column-relative backward", e.colBackward) <= 2 * kTestSlack * b.backward);
+}
+
 /// Column norms spread over 1e-6 ... 1e6 (FP16 operands would overflow above 65504 and lose the small columns
 /// without the column scaling): finite results, the mode's bounds, column-relative backward error
 /// max_j ||a_j - Q r_j|| / ||a_j|| within the mode's backward bound, and each column of R within

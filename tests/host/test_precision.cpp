@@ -60,6 +60,11 @@ TEST_CASE_TEMPLATE("[Host] column norms spread over 1e-6 .. 1e6", T, float, doub
   tcqr_test::spreadColumnsSuite<T>(Backend::Host, 257, 129);
 }
 
+TEST_CASE("[Host] FP16, column norms spread over 1e-37 .. 1e37") {
+  TCQR_RANDOM_SEED();
+  tcqr_test::fp16RangeEndsCheck(Backend::Host);
+}
+
 TEST_CASE_TEMPLATE("[Host] solve() in every precision mode", T, float, double) {
   TCQR_RANDOM_SEED();
   tcqr_test::modeSolveSuite<T>(Backend::Host, 300, 120);
