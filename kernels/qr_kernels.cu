@@ -99,9 +99,11 @@ __device__ __forceinline__ std::uint32_t warpMax(std::uint32_t v) {  // (__reduc
   return v;
 }
 
+// With `scale`, what goes to dst is A(:, j) * scale[j]; dst may then be A itself (each entry is read and written by
+// the same thread, hence no __restrict__ on A and dst).
 template <typename S, bool kVec>
-__global__ void scanColumnsKernel(const S* __restrict__ A, Index lda, Index m, Index n, std::uint32_t cap,
-                                  std::uint32_t* lastRow, int* notFinite, S* __restrict__ dst, Index ldd) {
+__global__ void scanColumnsKernel(const S* A, Index lda, Index m, Index n, std::uint32_t cap, std::uint32_t* lastRow,
+                                  int* notFinite, S* dst, Index ldd, const S* __restrict__ scale) {
   using V = typename Vec16<S>::type;
   constexpr int W = kVec ? 16 / sizeof(S) : 1;  // rows per access: 16-byte accesses where the layout allows
   __shared__ std::uint32_t sLast[kThreads / 32];
@@ -109,6 +111,7 @@ __global__ void scanColumnsKernel(const S* __restrict__ A, Index lda, Index m, I
   for (Index j = blockIdx.y; j < n; j += gridDim.y) {
     const S* col = A + j * lda;
     S* out = dst ? dst + j * ldd : nullptr;
+    const S f = scale ? scale[j] : S(1);
     std::uint32_t last = 0;  // 1 + last nonzero row seen, capped
     bool bad = false;
     auto visit = [&](Index r, S x) {
@@ -119,16 +122,22 @@ __global__ void scanColumnsKernel(const S* __restrict__ A, Index lda, Index m, I
     for (int k = 0; k < kScanRowsPerThread / W; ++k) {
       const Index r = r0 + (threadIdx.x + Index(k) * blockDim.x) * W;  // rows grow with k
       if (kVec && r + W <= m) {
-        const V v = *reinterpret_cast<const V*>(col + r);
-        if (out) *reinterpret_cast<V*>(out + r) = v;
-        const S* x = reinterpret_cast<const S*>(&v);
+        V v = *reinterpret_cast<const V*>(col + r);
+        S* x = reinterpret_cast<S*>(&v);
 #pragma unroll
         for (int i = 0; i < W; ++i) visit(r + i, x[i]);
+        if (out) {
+          if (scale) {
+#pragma unroll
+            for (int i = 0; i < W; ++i) x[i] *= f;
+          }
+          *reinterpret_cast<V*>(out + r) = v;
+        }
       } else {
         for (Index i = r; i < r + W && i < m; ++i) {
           const S x = col[i];
-          if (out) out[i] = x;
           visit(i, x);
+          if (out) out[i] = scale ? x * f : x;
         }
       }
     }
@@ -386,7 +395,7 @@ void launchFlagNonFinite(const S* A, Index lda, Index m, Index n, int* flag, cud
 
 template <typename S>
 void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t cap, std::uint32_t* lastRow,
-                       int* notFinite, cudaStream_t stream, S* dst, Index ldd) {
+                       int* notFinite, cudaStream_t stream, S* dst, Index ldd, const S* scale) {
   if (n <= 0) return;
   TCQR_CHECK(cudaMemsetAsync(lastRow, 0, sizeof(std::uint32_t) * n, stream));
   if (m <= 0) return;
@@ -398,9 +407,10 @@ void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t ca
     return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && (ld * Index(sizeof(S))) % 16 == 0;
   };
   if (aligned(A, lda) && (!dst || aligned(dst, ldd)))
-    scanColumnsKernel<S, true><<<grid, kThreads, 0, stream>>>(A, lda, m, n, cap, lastRow, notFinite, dst, ldd);
+    scanColumnsKernel<S, true><<<grid, kThreads, 0, stream>>>(A, lda, m, n, cap, lastRow, notFinite, dst, ldd, scale);
   else
-    scanColumnsKernel<S, false><<<grid, kThreads, 0, stream>>>(A, lda, m, n, cap, lastRow, notFinite, dst, ldd);
+    scanColumnsKernel<S, false><<<grid, kThreads, 0, stream>>>(A, lda, m, n, cap, lastRow, notFinite, dst, ldd,
+                                                               scale);
   TCQR_CHECK_LAUNCH("scanColumnsKernel");
 }
 
@@ -462,7 +472,7 @@ void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, 
   template void launchSetIdentity<S>(S*, Index, Index, Index, cudaStream_t);                           \
   template void launchFlagNonFinite<S>(const S*, Index, Index, Index, int*, cudaStream_t);             \
   template void launchScanColumns<S>(const S*, Index, Index, Index, std::uint32_t, std::uint32_t*, int*,  \
-                                     cudaStream_t, S*, Index);                                          \
+                                     cudaStream_t, S*, Index, const S*);                                \
   template void launchColumnReflector<S>(S*, Index, S*, S*, cudaStream_t);                              \
   template void launchAddBatches<S>(const S*, Index, Index, Index, S, S, S*, Index, cudaStream_t);         \
   template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);                \

@@ -512,6 +512,13 @@ inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel, int
   return s;
 }
 
+/// Whether factor() scales the columns of an m x n matrix when given a colScale: not for one panel without a trailing
+/// update (no product runs in the mode).
+inline bool columnScalingApplies(Index m, Index n, Index nb) {
+  const Index k = std::min(m, n);
+  return k > 0 && !(k <= nb && n == k);
+}
+
 /// QR of any m x n matrix: the recursion on the first k = min(m, n) columns, then R12 = Q^T A(:, k:n) for wide A.
 /// T must be k x k. With `colScale` (n scalars of storage) the columns are first scaled by powers of two to norms in
 /// [1/2, 1) and R is scaled back at the end (HPDC'20 §3.5): A D = Q (R D), so Q, the reflectors and tau are those of A
@@ -519,14 +526,16 @@ inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel, int
 /// `identity`: see factorRecursive (needed wherever a TSQR leaf may meet a structurally zero column).
 /// `blocks` (null: T is merged, H_0 ... H_{k-1} = I - Y T Y^T): receives the WY blocks of T (factorRecursive), which
 /// every later product with Q must then be given (applyWYBlocks, solve).
+/// `colScaleApplied`: the caller already computed colScale and scaled A's columns by it (the CUDA backend does both
+/// while copying its input, kernels::launchScanColumns); only valid where columnScalingApplies.
 template <class Ops, typename S>
 void factor(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S* scratch, S* colScale = nullptr,
-            const char* identity = nullptr, std::vector<Index>* blocks = nullptr) {
+            const char* identity = nullptr, std::vector<Index>* blocks = nullptr, bool colScaleApplied = false) {
   const Index m = A.rows, n = A.cols, k = std::min(m, n);
   if (blocks) blocks->clear();
   if (k == 0) return;
-  if (k <= nb && n == k) colScale = nullptr;  // one panel and no trailing update: no product runs in the mode
-  if (colScale) {
+  if (!columnScalingApplies(m, n, nb)) colScale = nullptr;
+  if (colScale && !colScaleApplied) {
     ops.columnScales(A, colScale);
     ops.scaleColumns(A, colScale, false, false);
   }

@@ -26,10 +26,12 @@ void launchFlagNonFinite(const S* A, Index lda, Index m, Index n, int* flag, cud
 /// For each column j of A (m x n): lastRow[j] = min(1 + the index of its last nonzero row, cap), 0 for a zero column
 /// (what detail::identityReflectorColumns reads), and *notFinite = 1 if any entry is NaN or infinite (left unchanged
 /// otherwise; may be null). Clears lastRow (n entries) itself. With `dst` non-null A is also copied to dst (ldd) in
-/// the same pass.
+/// the same pass, column j multiplied by scale[j] when `scale` is non-null (then dst may be A itself, ldd = lda).
+/// The record and the flag are of A as read, before any scaling.
 template <typename S>
 void launchScanColumns(const S* A, Index lda, Index m, Index n, std::uint32_t cap, std::uint32_t* lastRow,
-                       int* notFinite, cudaStream_t stream, S* dst = nullptr, Index ldd = 0);
+                       int* notFinite, cudaStream_t stream, S* dst = nullptr, Index ldd = 0,
+                       const S* scale = nullptr);
 
 /// The Householder reflector of the column x (m entries) in place, as Eigen's makeHouseholderInPlace and LAPACK's
 /// larfg: x(0) <- beta, x(1 : m) <- the essential part, *tau <- tau; tau = 0 (and a zero essential part) when the

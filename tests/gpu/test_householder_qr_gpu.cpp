@@ -264,6 +264,41 @@ TEST_SUITE("gpu") {
     tcqr_test::checkQOperator<M>(copyW, false);
   }
 
+  // FP16 from device memory: the column scales are computed from the caller's matrix and applied while it is copied
+  // (CudaBackend.cpp, runFactor), where compute() scales its own upload in place. Both must give the same factors,
+  // column by column (the columns' norms span 1e-6 .. 1e6), and the caller's matrix, padding included, is not touched.
+  TEST_CASE("[Cuda] computeOnDevice in FP16 (columns scaled while copied): as compute(), input untouched") {
+    TCQR_RANDOM_SEED();
+    using M = Mat<float>;
+    const Index m = 700, n = 300, ld = m + 9;
+    M A = tcqr_test::uniformMatrix<float>(m, n);
+    for (Index j = 0; j < n; ++j) A.col(j) *= std::pow(10.0f, float(j % 13) - 6.0f);
+    M padded = M::Constant(ld, n, std::numeric_limits<float>::quiet_NaN());
+    padded.topRows(m) = A;
+    DeviceArray<float> dA(size_t(ld * n));
+    REQUIRE(dA.p != nullptr);
+    CUDA_REQUIRE(cudaMemcpy(dA.p, padded.data(), sizeof(float) * ld * n, cudaMemcpyHostToDevice));
+    Eigen::TensorCoreHouseholderQR<M> dev, host;
+    for (auto* qr : {&dev, &host}) {
+      qr->setBackend(Backend::Cuda);
+      qr->setPrecision(tcqr::Precision::FP16);
+    }
+    dev.computeOnDevice(dA.p, m, n, ld);
+    host.compute(A);
+    REQUIRE(dev.info() == Eigen::Success);
+    REQUIRE(host.info() == Eigen::Success);
+    REQUIRE(dev.activeBackend() == Backend::Cuda);
+    const Eigen::MatrixXd d = tcqr_test::toDouble(dev.matrixQR()), h = tcqr_test::toDouble(host.matrixQR());
+    double worst = 0;
+    for (Index j = 0; j < n; ++j) worst = std::max(worst, (d.col(j) - h.col(j)).norm() / h.col(j).norm());
+    CHECK(tcqr_test::report("column-relative difference, device vs host input", worst) <= 1e-3);
+    CHECK(tcqr_test::relativeDifference(dev.hCoeffs(), host.hCoeffs()) <= 1e-3);
+    M back(ld, n);
+    CUDA_REQUIRE(cudaMemcpy(back.data(), dA.p, sizeof(float) * ld * n, cudaMemcpyDeviceToHost));
+    CHECK(back.topRows(m) == A);
+    CHECK(back.bottomRows(ld - m).array().isNaN().all());
+  }
+
   TEST_CASE_TEMPLATE("[Cuda] computeOnDevice: ld > rows, user stream, input untouched", T, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
