@@ -330,6 +330,12 @@ struct CudaOps {
       Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
       return;
     }
+    if (halfNarrowInTf32(mode, C.rows, C.cols, k)) {  // (see there)
+      CudaOps tf32 = *this;
+      tf32.mode = Precision::TF32;
+      tf32.gemmMode(ta, tb, alpha, A, B, beta, C, k);
+      return;
+    }
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
   }
   /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks of

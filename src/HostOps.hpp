@@ -76,7 +76,8 @@ struct HostOps {
     const bool x3InFp32 = mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
     if (std::is_same<S, float>::value && !x3InFp32 &&
         (mode == Precision::TF32 || mode == Precision::TF32x3 || mode == Precision::FP16 || mode == Precision::BF16)) {
-      gemmRounded(ta, tb, alpha, A, B, beta, C);
+      gemmRounded(halfNarrowInTf32(mode, C.rows, C.cols, inner) ? Precision::TF32 : mode, ta, tb, alpha, A, B, beta,
+                  C);
       return;
     }
     gemmExact(ta, tb, alpha, A, B, beta, C);
@@ -156,7 +157,7 @@ struct HostOps {
 
   // The GPU modes on the host: operands rounded entrywise as the tensor cores consume them, products accumulated in
   // S. TF32x3 sums lo*hi + hi*lo + hi*hi with hi = tf32(x) and lo = tf32(x - hi), as kernels/precision_kernels.cu.
-  void gemmRounded(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+  void gemmRounded(Precision rounding, Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;
     const Index inner = (ta == Op::N) ? A.cols : A.rows;
     if (inner == 0) {
@@ -169,7 +170,7 @@ struct HostOps {
         for (Index i = 0; i < r.rows(); ++i) {
           const float x = static_cast<float>(r(i, j));
           float v;
-          switch (mode) {
+          switch (rounding) {
             case Precision::FP16: v = roundFp16(x); break;
             case Precision::BF16: v = roundBf16(x); break;
             default: {
@@ -187,7 +188,7 @@ struct HostOps {
       gemmExact(ta, tb, alpha, av, bv, bet, C);
     };
     const Mat aHi = rounded(A, 0), bHi = rounded(B, 0);
-    if (mode == Precision::TF32x3) {
+    if (rounding == Precision::TF32x3) {
       const Mat aLo = rounded(A, 1), bLo = rounded(B, 1);
       product(aLo, bHi, beta);
       product(aHi, bLo, S(1));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <string>
 
 #include "tcqr/Backend.h"
 
@@ -80,12 +81,30 @@ inline std::ptrdiff_t hostMaxMergedCols(Precision mode, std::ptrdiff_t rows) {
 /// side of at most this many, a product is memory-bound, and TF32x3 (which also writes the split hi/lo copies of both
 /// operands) took 2-3x FP32's time: 16384^2 at 7ea5539 (TCQR_TRACE, H100), products with a result side <= 64
 /// 35.7 ms against FP32's 15.2, products with an inner dimension <= 64 27.4 against 9.3. Those products run in FP32,
-/// which is also the more accurate arithmetic. (Not for TF32, FP16 and BF16: there the tensor cores' narrower
-/// operands win on such products too, and the mode's accuracy is the user's choice.)
+/// which is also the more accurate arithmetic. (TF32 keeps them on the tensor cores, which read its FP32 operands
+/// directly; FP16 and BF16 run them as TF32 products: halfNarrowInTf32.)
 constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
 /// Whether TF32x3 runs an (m x n, inner dimension k) product in plain FP32 (see kX3Fp32MaxDim).
 inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
+}
+/// FP16 and BF16 run the products x3ProductInFp32 names (a side or inner dimension of at most kX3Fp32MaxDim: the
+/// recursion's leaf updates and merges, memory-bound) as TF32 products on their FP32 operands: TF32 has FP16's 10-bit
+/// mantissa and FP32's exponent range, and needs no converted copies of the operands (two conversion kernels, and a
+/// write and a read of each operand, per product). Measured on the H100 (same binary, alternating, 2026-11-27,
+/// bench/results/logs/2026-11-27-h100-half-narrow-tf32-ab.log): FP16 2097152 x 128 9.14-9.15 to 7.76-7.79 ms,
+/// 524288 x 512 16.1-16.4 to 14.4, 131072 x 2048 30.3-30.7 to 28.5, 16384^2 92.3-94.5 to 90.2-90.6, 32768^2
+/// 321-326 to 318.5 ms; BF16 alike; the 4096^2 accuracy table unchanged for FP16, BF16's orthogonality 5.4e-5
+/// against 5.6e-5. So a matrix whose products are all narrow (n up to about 130) gets TF32's arithmetic in FP16 and
+/// BF16. TCQR_HALF_NARROW=mode keeps such products in the mode (measurements).
+inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
+  static const int setting = [] {
+    const char* v = std::getenv("TCQR_HALF_NARROW");
+    if (v == nullptr) return -1;
+    return std::string(v) == "tf32" ? 1 : 0;
+  }();
+  const bool on = setting != 0;
+  return on && (mode == Precision::FP16 || mode == Precision::BF16) && x3ProductInFp32(m, n, k);
 }
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. Off by default: on the H100 (2026-11-27, docs/DESIGN.md

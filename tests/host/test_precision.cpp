@@ -51,7 +51,9 @@ TEST_CASE_TEMPLATE("[Host] every precision mode within its error bounds with a m
 TEST_CASE("[Host] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {
   TCQR_RANDOM_SEED();
   tcqr_test::modesDifferSuite(Backend::Host, 300, 200);
-  tcqr_test::modesDifferSuite(Backend::Host, 257, 129);
+  // (257 x 193: odd sizes whose top update is wider than 64 columns; with at most about 130 columns every product is
+  // narrow, and FP16 and BF16 run them all as TF32: halfNarrowInTf32.)
+  tcqr_test::modesDifferSuite(Backend::Host, 257, 193);
 }
 
 TEST_CASE_TEMPLATE("[Host] column norms spread over 1e-6 .. 1e6", T, float, double) {
@@ -108,6 +110,40 @@ TEST_CASE("[Host] the TRMM path in the reduced modes") {
 
 // TF32x3 runs memory-bound products (a side of the result or the inner dimension at most kX3Fp32MaxDim) in plain FP32
 // and the others as three TF32 products (src/Tunables.hpp, x3ProductInFp32); the CUDA backend makes the same choice.
+// FP16 and BF16 run the same narrow products as TF32 products (src/Tunables.hpp, halfNarrowInTf32; the CUDA backend
+// makes the same choice), the others in their own format.
+TEST_CASE("[Host] FP16 and BF16 run narrow products as TF32, the others in their own format") {
+  TCQR_RANDOM_SEED();
+  using tcqr::detail::Op;
+  using tcqr::detail::View;
+  using M = Eigen::MatrixXf;
+  if (!tcqr::detail::halfNarrowInTf32(Precision::FP16, 1, 1, 1)) {
+    MESSAGE("TCQR_HALF_NARROW=mode: narrow products stay in the mode, nothing to check");
+    return;
+  }
+  const Index big = tcqr::detail::kX3Fp32MaxDim + 36;
+  tcqr::detail::HostOps<float> tf32;
+  tf32.mode = Precision::TF32;
+  for (Precision p : {Precision::FP16, Precision::BF16}) {
+    tcqr::detail::HostOps<float> half;
+    half.mode = p;
+    for (const Index k : {big, tcqr::detail::kX3Fp32MaxDim}) {
+      INFO(tcqr_test::modeString(p) << ", " << big << " x " << big << ", inner " << k);
+      // Entries with more significant bits than FP16, BF16 or TF32 hold, so each format's rounding shows.
+      M A = M::Random(k, big), B = M::Random(k, big);
+      A.array() += 1.0f / 3.0f;
+      M Ch = M::Zero(big, big), Ct = M::Zero(big, big);
+      half.gemm(Op::T, Op::N, 1.0f, View<float>(A.data(), k, big, k), View<float>(B.data(), k, big, k), 0.0f,
+                View<float>(Ch.data(), big, big, big));
+      tf32.gemm(Op::T, Op::N, 1.0f, View<float>(A.data(), k, big, k), View<float>(B.data(), k, big, k), 0.0f,
+                View<float>(Ct.data(), big, big, big));
+      const bool narrow = k <= tcqr::detail::kX3Fp32MaxDim;
+      CHECK(tcqr::detail::halfNarrowInTf32(p, big, big, k) == narrow);
+      CHECK((Ch.array() == Ct.array()).all() == narrow);
+    }
+  }
+}
+
 TEST_CASE("[Host] TF32x3 runs memory-bound products in FP32, the others on the emulated tensor cores") {
   TCQR_RANDOM_SEED();
   using tcqr::detail::Op;
