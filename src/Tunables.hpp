@@ -56,13 +56,18 @@ inline TrmmPlan trmmPlan(Precision mode) {
 /// TF32x3 223-225 at 1024-2048 against 235 at 512 (hence 1024); TF32 and FP16 within noise from 1024 up.
 /// Hence, per mode, a cap where the products are S/DGEMM speed-bound (smaller where the panels are tall, which keeps
 /// each block's update GEMM efficient while the merges' cost grows with the row count) and a wide one for the
-/// tensor-core modes. TCQR_MAX_MERGED_COLS=<n> overrides it (for measuring; 0 restores the uncapped recursion).
+/// tensor-core modes. Re-measured at 178acab (caps 2048, 1024, 512 alternating, twice;
+/// bench/results/logs/2026-11-27-h100-tensor-cap-178acab.log): TF32 16384^2 91.8 ms at 2048 against 87.4-88.9 at
+/// 1024 and 88.3-88.5 at 512, 32768^2 359.6-360.2 against 349.0-352.0 (512: 358.6-359.2), hence 1024 for TF32;
+/// FP16 and BF16 32768^2 317-318 ms (FP16) at 2048 against 326-330 at 1024 and 375 at 512, 16384^2 equal at 2048
+/// and 1024, so they keep 2048; the tall shapes (524288 x 512, 131072 x 2048) within 1% at every cap.
+/// TCQR_MAX_MERGED_COLS=<n> overrides it (for measuring; 0 restores the uncapped recursion).
 inline std::ptrdiff_t maxMergedCols(Precision mode, std::ptrdiff_t rows) {
   if (const char* v = std::getenv("TCQR_MAX_MERGED_COLS")) return std::max<std::ptrdiff_t>(0, std::atol(v));
   switch (mode) {
-    case Precision::TF32:
     case Precision::FP16:
     case Precision::BF16: return 2048;
+    case Precision::TF32:
     case Precision::TF32x3: return 1024;
     default: return rows >= 262144 ? 128 : rows >= 65536 ? 256 : 512;  // FP32, FP64, FP64Emulated
   }
