@@ -31,16 +31,13 @@
 #include <curand.h>
 #include <cusolverDn.h>
 
-#include "tcqr_bench_commit.h"  // TCQR_BENCH_COMMIT (generated at build time by bench/commit_stamp.cmake)
+#include "tcqr_bench_commit.h"  // TCQR_BENCH_COMMIT: the commit recorded in the outputs (--commit overrides it),
+                                 // generated at build time by bench/commit_stamp.cmake
 
 #include <tcqr/Backend.h>
 
 #include "qr_bench_kernels.hpp"
 
-/// The commit recorded in the outputs (generated at build time by bench/commit_stamp.cmake; --commit overrides it).
-#ifndef TCQR_BENCH_COMMIT
-#define TCQR_BENCH_COMMIT "unknown"
-#endif
 
 namespace tcqr_bench {
 

@@ -11,7 +11,9 @@ if(TCQR_GIT)
                   RESULT_VARIABLE rc OUTPUT_VARIABLE hash OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(rc EQUAL 0 AND hash MATCHES "^[0-9a-f]+$")
     set(commit "${hash}")
-    execute_process(COMMAND "${TCQR_GIT}" status --porcelain --untracked-files=no WORKING_DIRECTORY "${SRC}"
+    # (--no-optional-locks: this runs on every build and must not take the index lock from the user's own git.)
+    execute_process(COMMAND "${TCQR_GIT}" --no-optional-locks status --porcelain --untracked-files=no
+                    WORKING_DIRECTORY "${SRC}"
                     RESULT_VARIABLE rc OUTPUT_VARIABLE status ERROR_QUIET)
     if(rc EQUAL 0 AND NOT status STREQUAL "")
       string(APPEND commit "-dirty")

@@ -106,7 +106,8 @@ inline unsigned gridFor(Index total) {
 //      a NaN's pattern is above infinity's, so a NaN column comes out non-finite);
 //   2. s_j = sum_i (a_ij / m_j)^2 accumulated in double (no overflow or underflow for any finite column);
 //   3. d_j = 2^-e with 2^(e-1) <= m_j sqrt(s_j) < 2^e (frexp), so the scaled column has norm in [1/2, 1) and the
-//      scaling is exact; a zero or non-finite column keeps d_j = 1.
+//      scaling is exact (e is clamped so that d_j stays finite: a column of subnormals only is scaled by the largest
+//      power of two); a zero or non-finite column keeps d_j = 1.
 // Float (the FP16 mode's case) needs no maximum: a float squared in double neither overflows (at most 1.2e77) nor
 // underflows (at least 2.0e-90), so s_j = sum_i a_ij^2 in double is one pass and step 3 takes m_j = 1. The two passes
 // and the division per element read 4.3 GB in 4.1 ms at 32768^2 (H100, TCQR_TRACE, 1fe1112).
@@ -201,6 +202,9 @@ __global__ void columnScaleFinishFloatKernel(Index cols, const double* __restric
     }
     int e = 0;
     frexp(sqrt(s), &e);
+    // (A column of norm below 2^-127, e.g. of subnormals only, gets 2^127: 2^-e would overflow a float. Its scaled
+    // norm is then below 1/2, which is harmless.)
+    e = max(e, -127);
     d[j] = float(ldexp(1.0, -e));
   }
 }
@@ -216,6 +220,7 @@ __global__ void columnScaleFinishKernel(Index cols, const typename Bits<S>::type
     }
     int e = 0;
     frexp(double(big) * sqrt(sums[j]), &e);
+    e = max(e, sizeof(S) == 4 ? -127 : -1023);  // (as in the float kernel: 2^-e must stay finite)
     d[j] = S(ldexp(1.0, -e));
   }
 }
@@ -268,7 +273,9 @@ void launchColumnScales(const S* A, Index lda, Index rows, Index cols, S* d, voi
   B* maxBits = static_cast<B*>(work);
   double* sums = reinterpret_cast<double*>(static_cast<char*>(work) + 8 * cols);
   TCQR_CHECK(cudaMemsetAsync(work, 0, 16 * static_cast<size_t>(cols), stream));
-  const Index chunks = (rows + kScaleRowsPerBlock - 1) / kScaleRowsPerBlock;  // < 2^31 for any 64-bit row count
+  const Index chunks = (rows + kScaleRowsPerBlock - 1) / kScaleRowsPerBlock;
+  if (chunks > 0x7fffffff)
+    detail::throwError(ErrorSource::Kernel, 0, "too many rows", "launchColumnScales", __FILE__, __LINE__);
   constexpr Index kMaxGridY = 65535;
   if constexpr (std::is_same<S, float>::value) {
     for (Index c0 = 0; rows > 0 && c0 < cols; c0 += kMaxGridY) {
@@ -299,6 +306,8 @@ void launchScaleColumns(S* A, Index lda, Index rows, Index cols, const S* d, boo
   if (rows * cols == 0) return;
   const Index rowsUsed = upperOnly ? std::min(rows, cols) : rows;
   const Index chunks = (rowsUsed + kScaleRowsPerBlock - 1) / kScaleRowsPerBlock;
+  if (chunks > 0x7fffffff)
+    detail::throwError(ErrorSource::Kernel, 0, "too many rows", "launchScaleColumns", __FILE__, __LINE__);
   constexpr Index kMaxGridY = 65535;
   for (Index c0 = 0; c0 < cols; c0 += kMaxGridY) {
     const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(std::min(kMaxGridY, cols - c0)));

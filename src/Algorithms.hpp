@@ -534,7 +534,11 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S
   const Index m = A.rows, n = A.cols, k = std::min(m, n);
   if (blocks) blocks->clear();
   if (k == 0) return;
-  if (!columnScalingApplies(m, n, nb)) colScale = nullptr;
+  if (!columnScalingApplies(m, n, nb)) {
+    if (colScale && colScaleApplied)  // the caller scaled A, but R would never be scaled back
+      throw std::logic_error("tcqr: column scales applied where factor() does not scale (internal error)");
+    colScale = nullptr;
+  }
   if (colScale && !colScaleApplied) {
     ops.columnScales(A, colScale);
     ops.scaleColumns(A, colScale, false, false);

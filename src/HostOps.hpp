@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -70,14 +71,16 @@ struct HostOps {
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (emulated); gemmExact() always runs in S
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
   Index panelKernelRows = 0;  ///< usePanelKernel's row limit: 0 in host factorizations, set by tests only
+  /// gemm() applies halfNarrowInTf32 (false inside trmmLowerAcc: see there).
+  bool narrowAsTf32 = true;
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     const Index inner = (ta == Op::N) ? A.cols : A.rows;
     const bool x3InFp32 = mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
     if (std::is_same<S, float>::value && !x3InFp32 &&
         (mode == Precision::TF32 || mode == Precision::TF32x3 || mode == Precision::FP16 || mode == Precision::BF16)) {
-      gemmRounded(halfNarrowInTf32(mode, C.rows, C.cols, inner) ? Precision::TF32 : mode, ta, tb, alpha, A, B, beta,
-                  C);
+      const bool tf32 = narrowAsTf32 && halfNarrowInTf32(mode, C.rows, C.cols, inner);
+      gemmRounded(tf32 ? Precision::TF32 : mode, ta, tb, alpha, A, B, beta, C);
       return;
     }
     gemmExact(ta, tb, alpha, A, B, beta, C);
@@ -121,8 +124,12 @@ struct HostOps {
   void joinLane(int) {}
   void joinAllLanes() noexcept {}
 
+  /// As CudaOps: in FP16 and BF16 every block product of the triangle runs in the mode (CudaOps::trmmConverted converts
+  /// L and Z once), narrow or not; halfNarrowInTf32 covers the GEMMs only.
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
-    trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);
+    HostOps o = *this;
+    o.narrowAsTf32 = false;
+    trmmLowerAccGeneric(o, opL, alpha, L, Z, C, cutoff, scheme);
   }
 
   void columnScales(View<S> A, S* d) {
@@ -131,6 +138,9 @@ struct HostOps {
       const S norm = a.col(j).stableNorm();
       int e = 0;
       std::frexp(norm, &e);
+      // (A column of norm below 2^(1 - max_exponent), e.g. of subnormals only, gets the largest finite power of two:
+      // 2^-e would overflow to infinity. Its scaled norm is then below 1/2, which is harmless.)
+      e = std::max(e, 1 - std::numeric_limits<S>::max_exponent);
       d[j] = (norm > S(0) && std::isfinite(norm)) ? std::ldexp(S(1), -e) : S(1);
     }
   }

@@ -101,14 +101,13 @@ inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k
 /// 524288 x 512 16.1-16.4 to 14.4, 131072 x 2048 30.3-30.7 to 28.5, 16384^2 92.3-94.5 to 90.2-90.6, 32768^2
 /// 321-326 to 318.5 ms; BF16 alike; the 4096^2 accuracy table unchanged for FP16, BF16's orthogonality 5.4e-5
 /// against 5.6e-5. So a matrix whose products are all narrow (n up to about 130) gets TF32's arithmetic in FP16 and
-/// BF16. TCQR_HALF_NARROW=mode keeps such products in the mode (measurements).
+/// BF16 (its triangular products, CudaOps::trmmConverted, stay in the mode). TCQR_HALF_NARROW=mode keeps the narrow
+/// GEMMs in the mode too (measurements).
 inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
-  static const int setting = [] {
+  static const bool on = [] {  // (only "mode" turns it off; any other value, or none, keeps it)
     const char* v = std::getenv("TCQR_HALF_NARROW");
-    if (v == nullptr) return -1;
-    return std::string(v) == "tf32" ? 1 : 0;
+    return v == nullptr || std::string(v) != "mode";
   }();
-  const bool on = setting != 0;
   return on && (mode == Precision::FP16 || mode == Precision::BF16) && x3ProductInFp32(m, n, k);
 }
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
