@@ -151,6 +151,18 @@ __global__ void columnMaxKernel(const S* __restrict__ A, Index lda, Index rows, 
   }
 }
 
+/// *out += the block's sum of `sum` (every thread's value; a warp shuffle, then the warps' sums in shared memory).
+__device__ __forceinline__ void addBlockSum(double sum, double* out) {
+  __shared__ double red[kThreads / 32];
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) sum += red[w];
+    atomicAdd(out, sum);
+  }
+}
+
 template <typename S>
 __global__ void columnSumKernel(const S* __restrict__ A, Index lda, Index rows,
                                 const typename Bits<S>::type* __restrict__ maxBits, double* sums) {
@@ -164,14 +176,7 @@ __global__ void columnSumKernel(const S* __restrict__ A, Index lda, Index rows,
     const double x = double(col[i]) / double(big);
     sum += x * x;
   }
-  __shared__ double red[kThreads / 32];
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kThreads / 32; ++w) sum += red[w];
-    atomicAdd(sums + j, sum);
-  }
+  addBlockSum(sum, sums + j);
 }
 
 __global__ void columnSumSquaresKernel(const float* __restrict__ A, Index lda, Index rows, double* sums) {
@@ -183,14 +188,7 @@ __global__ void columnSumSquaresKernel(const float* __restrict__ A, Index lda, I
     const double x = col[i];
     sum = fma(x, x, sum);
   }
-  __shared__ double red[kThreads / 32];
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kThreads / 32; ++w) sum += red[w];
-    atomicAdd(sums + j, sum);
-  }
+  addBlockSum(sum, sums + j);
 }
 
 __global__ void columnScaleFinishFloatKernel(Index cols, const double* __restrict__ sums, float* __restrict__ d) {
