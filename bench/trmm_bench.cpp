@@ -20,7 +20,7 @@
 
 #include <Eigen/Dense>
 
-#include "../src/CudaContext.hpp"
+#include "../src/CudaOps.hpp"
 #include "bench_common.hpp"
 
 using namespace tcqr_bench;  // CHECK (throws BenchError), median, utcDate, currentDeviceProperties
@@ -89,7 +89,6 @@ struct Options {
   tcqr::detail::TrmmScheme scheme = tcqr::detail::TrmmScheme::Recursive;
   std::string csv = "bench/results/h100-trmm.csv";
   std::string commit = TCQR_BENCH_COMMIT;
-  int lanes = 3;  // look-ahead lanes given to the ops: BlockRows products spread over them (CudaOps::trmmDispatch)
 };
 
 /// The operands of one size, in double on the host, and their FP64 product (cuBLAS DGEMM on the device).
@@ -126,10 +125,8 @@ Problem makeProblem(Index n, cublasHandle_t blas) {
 }
 
 template <typename S>
-void run(const Options& o, const Problem& prob, Precision mode, const tcqr::detail::CudaContext& ctx,
+void run(const Options& o, const Problem& prob, Precision mode, cublasHandle_t blas, cudaStream_t stream,
          const std::string& card, const std::string& date) {
-  cublasHandle_t blas = ctx.blas();
-  cudaStream_t stream = ctx.stream();
   using MatS = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
   const Index n = prob.n;
   // The operands rounded to S once: the reference is the exact product of what the device sees, to FP64 rounding,
@@ -146,9 +143,6 @@ void run(const Options& o, const Problem& prob, Precision mode, const tcqr::deta
   tcqr::detail::ConversionWork conv;
   conv.buffer.reserve(tcqr::detail::conversionBytes(mode, n, n));
   tcqr::detail::CudaOps<S> ops{blas, nullptr, nullptr, stream, nullptr, nullptr, nullptr, mode, &conv};
-  // Lanes with GEMM workspaces as large as the main lane's, and no multiprocessor limit (reserve 0).
-  ctx.reserveLanes(o.lanes, tcqr::detail::conversionBytes(mode, n, n), 0);
-  ctx.fillLanes(ops, o.lanes, 0);
   View<S> vL(dL, n, n, n), vZ(dZ, n, n, n), vC(dC, n, n, n);
 
   auto error = [&]() {
@@ -178,9 +172,9 @@ void run(const Options& o, const Problem& prob, Precision mode, const tcqr::deta
   });
   const double eVendor = error();
 
-  std::printf("%-6s %-8s %6lld | lanes %d %s TRMM %9.3f ms %7.1f TF/s err %.2e | GEMM %9.3f ms err %.2e | x%.2f | "
+  std::printf("%-6s %-8s %6lld | %s TRMM %9.3f ms %7.1f TF/s err %.2e | GEMM %9.3f ms err %.2e | x%.2f | "
               "cublas trmm %9.3f ms err %.2e | x%.2f\n",
-              Trmm<S>::name(), tcqr::precisionName(mode), (long long)n, ops.lanes(), schemeName(plan.scheme), tTrmm, flops / tTrmm * 1e-9, eTrmm, tGemm,
+              Trmm<S>::name(), tcqr::precisionName(mode), (long long)n, schemeName(plan.scheme), tTrmm, flops / tTrmm * 1e-9, eTrmm, tGemm,
               eGemm, tGemm / tTrmm, tVendor, eVendor, tVendor / tTrmm);
   std::fflush(stdout);
   if (!o.csv.empty()) {
@@ -190,11 +184,11 @@ void run(const Options& o, const Problem& prob, Precision mode, const tcqr::deta
     std::ofstream f(o.csv, std::ios::app);
     if (fresh)
       f << "card,date,commit,precision,mode,n,cutoff,trmm_ms,trmm_tflops,trmm_err,gemm_ms,gemm_err,speedup_vs_gemm,"
-           "cublas_trmm_ms,cublas_trmm_err,speedup_vs_cublas_trmm,scheme,lanes\n";
+           "cublas_trmm_ms,cublas_trmm_err,speedup_vs_cublas_trmm,scheme\n";
     f << card << ',' << date << ',' << o.commit << ',' << Trmm<S>::name() << ','
       << tcqr::precisionName(mode) << ',' << n << ',' << plan.cutoff << ',' << tTrmm << ',' << flops / tTrmm * 1e-9
       << ',' << eTrmm << ',' << tGemm << ',' << eGemm << ',' << tGemm / tTrmm << ',' << tVendor << ',' << eVendor
-      << ',' << tVendor / tTrmm << ',' << schemeName(plan.scheme) << ',' << ops.lanes() << '\n';
+      << ',' << tVendor / tTrmm << ',' << schemeName(plan.scheme) << '\n';
   }
   CHECK(cudaFree(dL));
   CHECK(cudaFree(dZ));
@@ -245,8 +239,6 @@ int main(int argc, char** argv) try {
         return 2;
       }
       o.planGiven = true;
-    } else if (a == "--lanes") {
-      o.lanes = std::max(0, std::min(std::stoi(next()), tcqr::detail::kMaxLanes));
     } else if (a == "--csv") {
       o.csv = next();
     } else if (a == "--commit") {
@@ -254,12 +246,10 @@ int main(int argc, char** argv) try {
     } else if (a == "--no-csv") {
       o.csv.clear();
     } else {
-      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--scheme auto|recursive|rows] [--lanes L] [--csv FILE|--no-csv] [--commit STR]\n"
+      std::printf("usage: trmm_bench [--sizes N,N,...] [--reps R] [--warmup W] [--cutoff C] [--scheme auto|recursive|rows] [--csv FILE|--no-csv] [--commit STR]\n"
                   "  --scheme: the block structure of the triangular product (auto, the default: each mode's trmmPlan, as the\n"
                   "  library runs it); --cutoff: the largest diagonal block multiplied in full (recursive) or the\n"
-                  "  block-row height (rows); either option sets the plan for every mode (cutoff default 512); --lanes: look-ahead\n"
-                  "  lanes the block-row products may spread over (default 3, 0: one stream; TCQR_TRMM_FAN_MIN sets\n"
-                  "  the fewest products that spread)\n");
+                  "  block-row height (rows); either option sets the plan for every mode (cutoff default 512)\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -272,19 +262,21 @@ int main(int argc, char** argv) try {
               card.c_str(), date.c_str(), o.commit.c_str(), o.reps, o.warmup,
               o.planGiven ? (std::string("scheme ") + schemeName(o.scheme) + ", cutoff " + std::to_string(o.cutoff)).c_str()
                           : "each mode's trmmPlan");
-  // The library's handles and stream (CUBLAS_DEFAULT_MATH; the modes pick tensor cores per call) and its lanes.
-  const tcqr::detail::CudaContext ctx;
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t blas;
+  CHECK(cublasCreate(&blas));
+  CHECK(cublasSetStream(blas, stream));
   for (Index n : o.sizes) {
-    const Problem prob = makeProblem(n, ctx.blas());
+    const Problem prob = makeProblem(n, blas);
     for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
-      run<float>(o, prob, p, ctx, card, date);
-    run<double>(o, prob, Precision::FP64, ctx, card, date);
+      run<float>(o, prob, p, blas, stream, card, date);
+    run<double>(o, prob, Precision::FP64, blas, stream, card, date);
   }
+  CHECK(cublasDestroy(blas));
+  CHECK(cudaStreamDestroy(stream));
   return 0;
 } catch (const BenchError& e) {
-  std::fprintf(stderr, "trmm_bench: %s\n", e.what());
-  return 1;
-} catch (const std::exception& e) {  // the library's tcqr::Error (its TCQR_CHECK)
   std::fprintf(stderr, "trmm_bench: %s\n", e.what());
   return 1;
 }

@@ -402,62 +402,10 @@ struct CudaOps {
     const auto t = traced("trmmLowerAcc");
     // (TF32x3 with a narrow triangle or few columns: each block product then runs in FP32, see x3ProductInFp32.)
     if (!convertsOperands() || (mode == Precision::TF32x3 && x3ProductInFp32(L.rows, Z.cols, L.rows))) {
-      trmmDispatch(opL, L.rows, cutoff, scheme,
-                   [&](CudaOps& o, Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
-                     const Index zRows = op == Op::N ? lnc : lnr, cRows = op == Op::N ? lnr : lnc;
-                     o.gemm(op, Op::N, alpha, L.block(lr, lc, lnr, lnc), Z.block(zr, 0, zRows, Z.cols), S(1),
-                            C.block(cr, 0, cRows, C.cols));
-                   });
+      trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);
       return;
     }
     trmmConverted(opL, alpha, L, Z, C, cutoff, scheme);
-  }
-  /// Runs the block products of trmmBlocks(opL, k, cutoff, scheme) as run(ops, op, lr, lc, lnr, lnc, zr, cr) (the
-  /// arguments of trmmBlocks' gemm, plus the ops to queue on). The products of BlockRows are independent, each
-  /// writing its own rows of C: with at least trmmFanMinBlocks() of them and idle look-ahead lanes they are spread
-  /// over this lane and those (largest first, each to the lane with the least work so far; TPDS'25 §V.C.2), so that
-  /// the small products and the passes over C of one overlap the others instead of each leaving the GPU part idle.
-  /// The lanes fork after everything queued here so far (the converted copies) and are joined before returning.
-  template <class Run>
-  void trmmDispatch(Op opL, Index k, Index cutoff, TrmmScheme scheme, Run run) {
-    struct Block {
-      Op op;
-      Index lr, lc, lnr, lnc, zr, cr;
-    };
-    std::vector<Block> blocks;
-    auto collect = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
-      blocks.push_back({op, lr, lc, lnr, lnc, zr, cr});
-    };
-    trmmBlocks(collect, opL, k, cutoff, scheme);
-    int idle[kMaxLanes];
-    int idleCount = 0;
-    const int minBlocks = trmmFanMinBlocks();
-    if (scheme == TrmmScheme::BlockRows && minBlocks > 0 && Index(blocks.size()) >= minBlocks)
-      for (int q = 0; q < laneCount && idleCount < kMaxLanes; ++q)
-        if (!(pendingLanes & (1u << q))) idle[idleCount++] = q;
-    auto runBlock = [&](CudaOps& o, const Block& b) { run(o, b.op, b.lr, b.lc, b.lnr, b.lnc, b.zr, b.cr); };
-    if (idleCount == 0) {
-      for (const Block& b : blocks) runBlock(*this, b);
-      return;
-    }
-    // Every block has the same number of columns (Z's): its work is its L block's size.
-    std::stable_sort(blocks.begin(), blocks.end(),
-                     [](const Block& a, const Block& b) { return a.lnr * a.lnc > b.lnr * b.lnc; });
-    std::vector<int> owner(blocks.size());
-    Index load[kMaxLanes + 1] = {};
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      const int s = int(std::min_element(load, load + idleCount + 1) - load);  // 0: this lane
-      owner[i] = s;
-      load[s] += blocks[i].lnr * blocks[i].lnc;
-    }
-    for (int j = 0; j < idleCount; ++j)
-      runOnLane(idle[j], [&](CudaOps& o) {
-        for (size_t i = 0; i < blocks.size(); ++i)
-          if (owner[i] == j + 1) runBlock(o, blocks[i]);
-      });
-    for (size_t i = 0; i < blocks.size(); ++i)
-      if (owner[i] == 0) runBlock(*this, blocks[i]);
-    for (int j = 0; j < idleCount; ++j) joinLane(idle[j]);
   }
   /// True for the modes whose GEMMs convert their operands (TF32x3, FP16, BF16).
   bool convertsOperands() const { return conversionElementBytes(mode) > 0; }
@@ -698,16 +646,15 @@ inline void CudaOps<float>::trmmConverted(Op opL, float alpha, View<float> L, Vi
   const Index bytesL = convertedBytes(mode, k, L.cols), bytesZ = convertedBytes(mode, Z.rows, Z.cols);
   char* w = conversion->reserve(bytesL + bytesZ, stream);
   const ConvertedOperand l = convertOperand(mode, L, w, stream), z = convertOperand(mode, Z, w + bytesL, stream);
-  // (The lanes read the copies in this lane's workspace; trmmDispatch joins them before anything reuses it.)
-  trmmDispatch(opL, k, cutoff, scheme,
-               [&](CudaOps& o, Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
-                 const Index rowsC = op == Op::N ? lnr : lnc;
-                 // Op::T reaching L's last row: the inner dimension runs on into the zero padding rows of both copies
-                 // (Z has k rows, so both copies have ld = paddedRows(k)), so that it stays a multiple of 8.
-                 const Index inner = op == Op::N ? lnc : (lr + lnr == k ? l.ld - lr : lnr);
-                 convertedProduct(o.blas, mode, op, Op::N, rowsC, Z.cols, inner, alpha, l.at(lr, lc), z.at(zr, 0),
-                                  1.0f, C.p + cr, C.ld);
-               });
+  auto gemm = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
+    const Index rowsC = op == Op::N ? lnr : lnc;
+    // Op::T reaching L's last row: the inner dimension runs on into the zero padding rows of both copies (Z has k
+    // rows, so both copies have ld = paddedRows(k)), so that it stays a multiple of 8.
+    const Index inner = op == Op::N ? lnc : (lr + lnr == k ? l.ld - lr : lnr);
+    convertedProduct(blas, mode, op, Op::N, rowsC, Z.cols, inner, alpha, l.at(lr, lc), z.at(zr, 0), 1.0f, C.p + cr,
+                     C.ld);
+  };
+  trmmBlocks(gemm, opL, k, cutoff, scheme);
 }
 
 /// Makes the object's device current for the duration of a call.

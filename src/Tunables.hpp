@@ -40,16 +40,6 @@ inline TrmmPlan trmmPlan(Precision mode) {
     default: return {TrmmScheme::Recursive, 512};
   }
 }
-/// The independent block products of a BlockRows triangle (each writes its own rows of C) are spread over the main
-/// lane and the idle look-ahead lanes (CudaOps::trmmDispatch) when there are at least this many of them and the ops
-/// has lanes; fewer run one after another. TCQR_TRMM_FAN_MIN=<blocks> overrides it (0: never spread).
-inline int trmmFanMinBlocks() {
-  static const int v = [] {
-    const char* e = std::getenv("TCQR_TRMM_FAN_MIN");
-    return e ? std::max(0, std::atoi(e)) : 3;
-  }();
-  return v;
-}
 /// factorRecursive's merge cap (Algorithms.hpp) for an m-row factorization in a precision mode: with WY blocks, a left
 /// child wider than this is factored into blocks of at most this many columns, which update its sibling one after
 /// another, instead of merging its W (two m x n1 x n2 products per merge). 0: no cap, every left child merges.
