@@ -180,76 +180,6 @@ __global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P,
   }
 }
 
-// Partial products of C = A^T B (p x q, p, q <= kSkinnyMaxSide) over k rows, for launchSkinnyTN: block b sums the
-// chunks b, b + gridDim.x, ... of kSkinnyRows rows and writes its p x q sum to P + b p q. Each chunk of A and B is
-// staged in shared memory (coalesced column reads, one padded row per matrix row), then thread (tx, ty) of a 16 x 16
-// grid multiplies its MT x MT tile of C over the chunk in S and adds that to a double accumulator, so that the FP32
-// sums stay as short as a chunk (as the chunked cuBLAS products, CudaOps::gemmChunkedTN). Chunks of 64 rows in float
-// and 32 in double keep the two staged chunks within the 48 KB of static shared memory.
-template <typename S>
-constexpr int kSkinnyRows = sizeof(S) == 4 ? 64 : 32;
-template <typename S, int MT>
-__global__ void __launch_bounds__(256) skinnyTNKernel(const S* __restrict__ A, Index lda, const S* __restrict__ B,
-                                                      Index ldb, Index k, int p, int q, S* __restrict__ P) {
-  constexpr int kRows = kSkinnyRows<S>;
-  __shared__ S As[kRows][detail::kSkinnyMaxSide + 1];
-  __shared__ S Bs[kRows][detail::kSkinnyMaxSide + 1];
-  const int t = threadIdx.x, i0 = (t % 16) * MT, j0 = (t / 16) * MT;
-  const bool active = i0 < p && j0 < q;
-  double acc[MT][MT];
-#pragma unroll
-  for (int u = 0; u < MT; ++u)
-#pragma unroll
-    for (int v = 0; v < MT; ++v) acc[u][v] = 0.0;
-  const Index chunks = (k + kRows - 1) / kRows;
-  for (Index c = blockIdx.x; c < chunks; c += gridDim.x) {
-    const Index r0 = c * kRows;
-    const int rows = static_cast<int>(k - r0 < kRows ? k - r0 : kRows);
-    for (int e = t; e < kRows * p; e += 256) {
-      const int r = e % kRows, col = e / kRows;
-      As[r][col] = r < rows ? A[r0 + r + Index(col) * lda] : S(0);
-    }
-    for (int e = t; e < kRows * q; e += 256) {
-      const int r = e % kRows, col = e / kRows;
-      Bs[r][col] = r < rows ? B[r0 + r + Index(col) * ldb] : S(0);
-    }
-    __syncthreads();
-    if (active) {
-      S part[MT][MT];
-#pragma unroll
-      for (int u = 0; u < MT; ++u)
-#pragma unroll
-        for (int v = 0; v < MT; ++v) part[u][v] = S(0);
-      // (Columns past p or q in a partial tile read stale shared memory; those entries are never written.)
-#pragma unroll 8
-      for (int r = 0; r < kRows; ++r) {
-        S a[MT], b[MT];
-#pragma unroll
-        for (int u = 0; u < MT; ++u) {
-          a[u] = As[r][i0 + u];
-          b[u] = Bs[r][j0 + u];
-        }
-#pragma unroll
-        for (int u = 0; u < MT; ++u)
-#pragma unroll
-          for (int v = 0; v < MT; ++v) part[u][v] = fma(a[u], b[v], part[u][v]);
-      }
-#pragma unroll
-      for (int u = 0; u < MT; ++u)
-#pragma unroll
-        for (int v = 0; v < MT; ++v) acc[u][v] += double(part[u][v]);
-    }
-    __syncthreads();  // the chunk's shared copies are overwritten next
-  }
-  if (!active) return;
-  S* out = P + Index(blockIdx.x) * p * q;
-#pragma unroll
-  for (int u = 0; u < MT; ++u)
-#pragma unroll
-    for (int v = 0; v < MT; ++v)
-      if (i0 + u < p && j0 + v < q) out[(i0 + u) + Index(j0 + v) * p] = static_cast<S>(acc[u][v]);
-}
-
 // Householder reflector of one column x (m entries), Eigen's makeHouseholder / LAPACK larfg, in two launches:
 // partial sums of squares of the tail x(1 : m) (the first block also saves x(0), which the second launch overwrites),
 // then every block reduces the partials, and applies beta, tau and the scaling 1 / (x0 - beta) to its rows.
@@ -494,29 +424,6 @@ void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta
 }
 
 template <typename S>
-Index skinnyTNPartials(Index k, int sms) {
-  const Index chunks = (k + kSkinnyRows<S> - 1) / kSkinnyRows<S>;
-  return std::max<Index>(1, std::min<Index>(chunks, Index(detail::kSkinnyBlocksPerSM) * std::max(sms, 1)));
-}
-
-template <typename S>
-void launchSkinnyTN(const S* A, Index lda, const S* B, Index ldb, Index k, Index p, Index q, S alpha, S beta, S* C,
-                    Index ldc, S* partials, Index partialCount, cudaStream_t stream) {
-  if (p <= 0 || q <= 0) return;
-  if (p > detail::kSkinnyMaxSide || q > detail::kSkinnyMaxSide || k <= 0 || partialCount <= 0)
-    detail::throwError(ErrorSource::Kernel, 0, "p or q > kSkinnyMaxSide, k <= 0 or no partials", "launchSkinnyTN",
-                       __FILE__, __LINE__);
-  const unsigned blocks =
-      static_cast<unsigned>(std::min<Index>(partialCount, (k + kSkinnyRows<S> - 1) / kSkinnyRows<S>));
-  if (std::max(p, q) <= 32)
-    skinnyTNKernel<S, 2><<<blocks, 256, 0, stream>>>(A, lda, B, ldb, k, int(p), int(q), partials);
-  else
-    skinnyTNKernel<S, 4><<<blocks, 256, 0, stream>>>(A, lda, B, ldb, k, int(p), int(q), partials);
-  TCQR_CHECK_LAUNCH("skinnyTNKernel");
-  launchAddBatches<S>(partials, Index(blocks), p, q, alpha, beta, C, ldc, stream);
-}
-
-template <typename S>
 void launchColumnReflector(S* x, Index m, S* tau, S* scratch, cudaStream_t stream) {
   if (m <= 0) return;
   const int blocks = static_cast<int>(std::min<Index>(kColumnBlocks, std::max<Index>(1, (m + 2047) / 2048)));
@@ -568,9 +475,6 @@ void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, 
                                      cudaStream_t, S*, Index, const S*);                                \
   template void launchColumnReflector<S>(S*, Index, S*, S*, cudaStream_t);                              \
   template void launchAddBatches<S>(const S*, Index, Index, Index, S, S, S*, Index, cudaStream_t);         \
-  template Index skinnyTNPartials<S>(Index, int);                                                        \
-  template void launchSkinnyTN<S>(const S*, Index, const S*, Index, Index, Index, Index, S, S, S*, Index, S*, Index, \
-                                  cudaStream_t);                                                        \
   template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);                \
   template void launchSmallUpdateTop<S>(const S*, Index, const S*, Index, Index, S*, Index, S*, Index, Index, bool, \
                                         cudaStream_t);                                                  \

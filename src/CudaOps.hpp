@@ -312,17 +312,6 @@ struct CudaOps {
       if (beta == S(0)) setZero(C);
       return;  // beta == 1 everywhere else in the algorithms
     }
-    if (ta == Op::T && tb == Op::N && skinnyTNProduct(C.rows, C.cols, k) && partials != nullptr) {
-      // (The partials workspace holds at least 32 MB in a factorization, accumPartialBytes; it is not grown here.)
-      const Index fit = partials->buffer.capacity() / (Index(sizeof(S)) * C.rows * C.cols);
-      const Index count = std::min(fit, kernels::skinnyTNPartials<S>(k, sms));
-      if (count > 0) {
-        const auto t = traced("gemm skinny TN (kernel)");
-        kernels::launchSkinnyTN<S>(A.p, A.ld, B.p, B.ld, k, C.rows, C.cols, alpha, beta, C.p, C.ld,
-                                   reinterpret_cast<S*>(partials->buffer.get()), count, stream);
-        return;
-      }
-    }
     const auto t = traced(gemmLabel(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default ||
         (mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, k))) {

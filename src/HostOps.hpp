@@ -77,8 +77,7 @@ struct HostOps {
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     const Index inner = (ta == Op::N) ? A.cols : A.rows;
     const bool x3InFp32 = mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
-    const bool skinny = ta == Op::T && tb == Op::N && skinnyTNProduct(C.rows, C.cols, inner);  // as CudaOps
-    if (std::is_same<S, float>::value && !x3InFp32 && !skinny &&
+    if (std::is_same<S, float>::value && !x3InFp32 &&
         (mode == Precision::TF32 || mode == Precision::TF32x3 || mode == Precision::FP16 || mode == Precision::BF16)) {
       const bool tf32 = narrowAsTf32 && halfNarrowInTf32(mode, C.rows, C.cols, inner);
       gemmRounded(tf32 ? Precision::TF32 : mode, ta, tb, alpha, A, B, beta, C);

@@ -93,22 +93,6 @@ constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
 inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
 }
-/// Products C = A^T B with both sides of C at most kSkinnyMaxSide and an inner dimension of at least kSkinnyMinInner
-/// (the recursion's leaf updates Y^T B and merges Y1^T Y2 with 32-64 reflectors over all rows below the node) run in
-/// the storage precision in every mode: on the CUDA backend one kernel sums chunks of rows per block and a second
-/// adds the blocks' sums (kernels::launchSkinnyTN, at most kSkinnyBlocksPerSM blocks per multiprocessor), where
-/// cuBLAS's GEMMs stream such operands at a fraction of the memory bandwidth; HostOps multiplies them exactly too.
-/// TCQR_SKINNY_TN=0 turns this off (measurements): the products then run as before, in the mode (FP16/BF16 as TF32,
-/// see halfNarrowInTf32; TF32x3 in FP32, see x3ProductInFp32).
-constexpr std::ptrdiff_t kSkinnyMaxSide = 64, kSkinnyMinInner = 2048;
-constexpr int kSkinnyBlocksPerSM = 3;
-inline bool skinnyTNProduct(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
-  static const bool on = [] {
-    const char* v = std::getenv("TCQR_SKINNY_TN");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on && m <= kSkinnyMaxSide && n <= kSkinnyMaxSide && k >= kSkinnyMinInner;
-}
 /// FP16 and BF16 run the products x3ProductInFp32 names (a side or inner dimension of at most kX3Fp32MaxDim: the
 /// recursion's leaf updates and merges, memory-bound) as TF32 products on their FP32 operands: TF32 has FP16's 10-bit
 /// mantissa and FP32's exponent range, and needs no converted copies of the operands (two conversion kernels, and a

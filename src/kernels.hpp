@@ -45,16 +45,6 @@ template <typename S>
 void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta, S* C, Index ldc,
                       cudaStream_t stream);
 
-/// C (p x q, ldc) = alpha A^T B + beta C for A (k x p, lda) and B (k x q, ldb) with p, q <= detail::kSkinnyMaxSide
-/// and a long k: one kernel writes the partial products of up to `partialCount` blocks of rows to `partials`
-/// (partialCount p q scalars), then launchAddBatches sums them. skinnyTNPartials(k, sms) is the partial count it
-/// uses at most; with fewer, each block takes more rows. With beta = 0, C is not read.
-template <typename S>
-Index skinnyTNPartials(Index k, int sms);
-template <typename S>
-void launchSkinnyTN(const S* A, Index lda, const S* B, Index ldb, Index k, Index p, Index q, S alpha, S beta, S* C,
-                    Index ldc, S* partials, Index partialCount, cudaStream_t stream);
-
 /// Upper triangular T (k x k) of the compact WY form from S = Y^T Y and tau (LAPACK larft, forward, columnwise):
 /// T(i,i) = tau_i, T(0:i,i) = -tau_i T(0:i,0:i) S(0:i,i). Zeroes T below its diagonal.
 template <typename S>
