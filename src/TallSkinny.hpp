@@ -6,7 +6,8 @@
 //              Householder's (Eigen's) R come from ReconstructWY's signed LU of Q1, the top n x n block of the tree's
 //              Q, which only needs tile 0 of each level (tsqrTopBlockQ). The thin Q, if requested, is the explicit Q
 //              of the tree with the signs folded into the top level's input (Q_tree S), so no extra pass over Q.
-//   Panel:     n <= kTsqrMaxCols, m > n, WY form requested: the full tsqrPanel (tree + explicit Q + ReconstructWY).
+//   Panel:     n <= kTsqrMaxCols, m > n, WY form requested: the full tsqrPanel (tree + explicit Q + ReconstructWY),
+//              or the one-kernel panel (ops.householderPanel) where it holds the panel (usePanelKernel).
 //   Recursive: everything else (n > kTsqrMaxCols or m == n): the recursive QR with TSQR panels where they apply.
 // Panel and Recursive give the packed factor, tau and T (I - Y T Y^T; Recursive for R alone: T as WY blocks,
 // unused); then R = triu(A(0:n, :)) and the thin Q = (I - Y T Y^T) [I; 0] = [I; 0] - Y (T Y1^T) with Y1 the unit
@@ -111,7 +112,12 @@ void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb
   }
 
   if (path == TallSkinnyPath::Panel && !anySet(identity, n)) {
-    tsqrPanel(ops, v.A, v.tau, v.scratch, src, notFinite, v.T);
+    if (usePanelKernel(ops, panel, m, n)) {
+      if (src.p != nullptr) ops.copy(src, v.A);  // (the caller's scan flagged NaN/Inf)
+      ops.householderPanel(v.A, v.tau, v.T);
+    } else {
+      tsqrPanel(ops, v.A, v.tau, v.scratch, src, notFinite, v.T);
+    }
   } else {
     if (src.p != nullptr) ops.copy(src, v.A);  // (the Panel path: src was scanned with the identity columns)
     // The thin Q and the WY form need T merged over all n columns (one block). For R alone T can stay a product of

@@ -100,10 +100,10 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     // Without a user stream the work runs on the object's non-blocking stream: order it after everything already
     // queued on the legacy default stream (where a caller that passes no stream most likely produced dA).
     if (!userStream) m_ctx.orderAfterLegacyStream();
-    // The TSQR paths read dA in their first kernel (which also flags NaN/Inf); only the recursive path needs the
-    // copy, which its input scan makes in the same pass. Either way dA must stay unchanged until the computation has
-    // run on the stream.
-    run(View<S>(const_cast<S*>(dA), rows, cols, ld), tallSkinnyPath(rows, cols, what) == TallSkinnyPath::Recursive);
+    // The TSQR paths read dA in their first kernel (which also flags NaN/Inf); the recursive path and the one-kernel
+    // panel need the copy, which their input scan makes in the same pass. Either way dA must stay unchanged until the
+    // computation has run on the stream.
+    run(View<S>(const_cast<S*>(dA), rows, cols, ld), !readsInputInPlace(rows, cols, what));
   }
 
   Index rows() const noexcept override { return m_rows; }
@@ -135,12 +135,25 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   void setStream(CUstream_st* s) override { m_ctx.setStream(s); }
 
  private:
-  // Panel width of the recursion (n > kTsqrMaxCols): the TSQR tile width, with Hybrid panels (TSQR for panels of at
-  // least kTsqrAutoMinRows rows, cuSOLVER below), as TensorCoreHouseholderQR's Panel::Auto on this backend.
+  // Panel width of the recursion (n > kTsqrMaxCols): the TSQR tile width, with Hybrid panels (the one-kernel panel
+  // where a cluster holds it, TSQR for other panels of at least kTsqrAutoMinRows rows, cuSOLVER below), as
+  // TensorCoreHouseholderQR's Panel::Auto on this backend.
   static constexpr Index kNb = kTsqrMaxCols;
   static constexpr PanelKind kPanel = PanelKind::Hybrid;
 
   cudaStream_t stream() const { return m_ctx.stream(); }
+
+  /// usePanelKernel's row limit (0: the one-kernel panel is not used: TCQR_PANEL_KERNEL=0, or no cluster support).
+  static Index panelKernelRows() { return panelKernelEnabled() ? kernels::householderPanelMaxRows<S>() : 0; }
+  /// Whether the first kernel of the computation for rows x cols reads a device input in place (the TSQR tree and
+  /// panel); otherwise the input scan copies it into m_a first (the recursion, and the one-kernel panel).
+  static bool readsInputInPlace(Index rows, Index cols, unsigned what) {
+    switch (tallSkinnyPath(rows, cols, what)) {
+      case TallSkinnyPath::Tree: return true;
+      case TallSkinnyPath::Panel: return rows > panelKernelRows();
+      default: return false;
+    }
+  }
 
   TallSkinnyCudaOps<S> makeOps() const {
     TallSkinnyCudaOps<S> ops;
@@ -149,6 +162,8 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     ops.hostWork = &m_hostWork;
     ops.dInfo = m_flags.get() + 1;
     ops.conversion = &m_conversion;  // (default mode: only the float split-K partials, CudaOps::gemmSplitK)
+    ops.panelKernelRows = panelKernelRows();  // the Panel path and the recursion's leaves (usePanelKernel)
+    ops.panelRowsPerThread = panelKernelRowsPerThread();
     // No look-ahead lanes (factorRecursive's): on tall matrices the panels' tiles already fill the GPU, and the
     // split update only adds GEMM calls (the first-leaf look-ahead measured 8-15% slower there, 06b3e8b).
     return ops;

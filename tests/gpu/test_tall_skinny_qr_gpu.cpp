@@ -152,12 +152,31 @@ TEST_SUITE("gpu") {
             10 * epsOf<Scalar>());
     }
 
-    // A NaN inside the matrix (not the padding) is flagged.
+    // Device input on the one-kernel panel (WY requested, n <= 32, m within a cluster's rows): the input scan copies
+    // dA, which stays unmodified, and the factors agree with the host-input path and Eigen's conventions.
+    {
+      const Index mk = 12289, ldk = mk + 3, nk = 32;
+      const Mat<Scalar> K = uniformMatrix<Scalar>(mk, nk);
+      DeviceMatrix<Scalar> dK(K, ldk);
+      Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> dev, host;
+      dev.computeOnDevice(dK.p, mk, nk, ldk, nullptr, tcqr::ComputeWY | tcqr::ComputeThinQ);
+      host.setBackend(Backend::Cuda).compute(K, tcqr::ComputeWY | tcqr::ComputeThinQ);
+      REQUIRE(dev.info() == Eigen::Success);
+      CHECK(relativeDifference(dev.matrixQR(), host.matrixQR()) <= 100 * epsOf<Scalar>());
+      CHECK(relativeDifference(Mat<Scalar>(dev.hCoeffs()), Mat<Scalar>(host.hCoeffs())) <= 100 * epsOf<Scalar>());
+      CHECK(orthogonalityRatio<Scalar>(dev.thinQ()) <= kRatioBound);
+      CHECK(backwardRatio<Scalar>(K, dev.thinQ(), dev.matrixR()) <= kRatioBound);
+      const Mat<Scalar> back = download(dK.p, ldk, nk, ldk);
+      CHECK(back.topRows(mk) == K);
+    }
+
+    // A NaN inside the matrix (not the padding) is flagged, on the tree (R only) and on the one-kernel panel (WY).
     Mat<Scalar> B = uniformMatrix<Scalar>(3000, 8);
     B(2999, 7) = std::numeric_limits<Scalar>::quiet_NaN();
     DeviceMatrix<Scalar> dB(B, 3001);
     Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> ts;
     CHECK(ts.computeOnDevice(dB.p, 3000, 8, 3001).info() == Eigen::NumericalIssue);
+    CHECK(ts.computeOnDevice(dB.p, 3000, 8, 3001, nullptr, tcqr::ComputeWY).info() == Eigen::NumericalIssue);
   }
 
   TEST_CASE("GPU TallSkinnyQR: large tree (R only and thin Q) matches Eigen") {
