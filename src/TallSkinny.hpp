@@ -2,13 +2,12 @@
 // Algorithms.hpp. Besides the Ops of Algorithms.hpp and Tsqr.hpp, Ops must provide
 //   scaleRows(src, d, dst)      dst = diag(d) src (out of place)
 // Three paths, by shape and requested outputs (tallSkinnyPath):
-//   Tree:      n <= kTsqrMaxCols, m > n, no WY form, m above kernelRows: the TSQR tree; the signs that turn the tree's R into
+//   Tree:      n <= kTsqrMaxCols, m > n, no WY form: the TSQR tree; the signs that turn the tree's R into
 //              Householder's (Eigen's) R come from ReconstructWY's signed LU of Q1, the top n x n block of the tree's
 //              Q, which only needs tile 0 of each level (tsqrTopBlockQ). The thin Q, if requested, is the explicit Q
 //              of the tree with the signs folded into the top level's input (Q_tree S), so no extra pass over Q.
-//   Panel:     n <= kTsqrMaxCols, m > n, WY form requested or m <= kernelRows (the backend's one-kernel panel holds
-//              the matrix, ops.panelKernelRows): the one-kernel panel (ops.householderPanel) where it applies
-//              (usePanelKernel), else the full tsqrPanel (tree + explicit Q + ReconstructWY).
+//   Panel:     n <= kTsqrMaxCols, m > n, WY form requested: the full tsqrPanel (tree + explicit Q + ReconstructWY),
+//              or the one-kernel panel (ops.householderPanel) where it holds the panel (usePanelKernel).
 //   Recursive: everything else (n > kTsqrMaxCols or m == n): the recursive QR with TSQR panels where they apply.
 // Panel and Recursive give the packed factor, tau and T (I - Y T Y^T; Recursive for R alone: T as WY blocks,
 // unused); then R = triu(A(0:n, :)) and the thin Q = (I - Y T Y^T) [I; 0] = [I; 0] - Y (T Y1^T) with Y1 the unit
@@ -33,15 +32,14 @@ constexpr unsigned kTallSkinnyWY = 0x4;
 
 enum class TallSkinnyPath { Tree, Panel, Recursive };
 
-/// `kernelRows`: the one-kernel panel's row limit on the backend (its Ops' panelKernelRows; 0: none).
-inline TallSkinnyPath tallSkinnyPath(Index m, Index n, unsigned what, Index kernelRows = 0) {
+inline TallSkinnyPath tallSkinnyPath(Index m, Index n, unsigned what) {
   if (!tsqrApplicable(m, n)) return TallSkinnyPath::Recursive;
-  return ((what & kTallSkinnyWY) || m <= kernelRows) ? TallSkinnyPath::Panel : TallSkinnyPath::Tree;
+  return (what & kTallSkinnyWY) ? TallSkinnyPath::Panel : TallSkinnyPath::Tree;
 }
 
 /// Whether the path computes the n coefficients tau and T (n x n), which then need storage whatever was requested.
-inline bool tallSkinnyNeedsT(Index m, Index n, unsigned what, Index kernelRows = 0) {
-  return n > 0 && tallSkinnyPath(m, n, what, kernelRows) != TallSkinnyPath::Tree;
+inline bool tallSkinnyNeedsT(Index m, Index n, unsigned what) {
+  return n > 0 && tallSkinnyPath(m, n, what) != TallSkinnyPath::Tree;
 }
 
 /// Whether the thin Q needs its own m x n buffer: only when the packed factor (WY) must be kept as well; otherwise
@@ -56,12 +54,11 @@ inline Index thinQChunkRows(Index m, Index n) {
 }
 
 /// Scratch (in scalars) of tallSkinnyQR.
-inline Index tallSkinnyScratchSize(Index m, Index n, unsigned what, Index nb, PanelKind panel,
-                                   Index kernelRows = 0) {
+inline Index tallSkinnyScratchSize(Index m, Index n, unsigned what, Index nb, PanelKind panel) {
   if (n == 0) return 0;
   // The thin Q after a WY form: Y1, M and a chunk of Y2.
   const Index thinQ = (what & kTallSkinnyThinQ) ? 2 * n * n + (m > n ? thinQChunkRows(m, n) * n : 0) : 0;
-  switch (tallSkinnyPath(m, n, what, kernelRows)) {
+  switch (tallSkinnyPath(m, n, what)) {
     case TallSkinnyPath::Tree:
       return tsqrTreeScratchSize(m, n) + 2 * n * n + n + tsqrTopBlockScratchSize(n);
     case TallSkinnyPath::Panel: return std::max(tsqrScratchSize(m, n), thinQ);
@@ -93,7 +90,7 @@ void tallSkinnyQR(Ops& ops, const TallSkinnyViews<S>& v, unsigned what, Index nb
   const Index m = v.A.rows, n = v.A.cols;
   if (n == 0) return;
   const bool wantQ = (what & kTallSkinnyThinQ) != 0, wantWY = (what & kTallSkinnyWY) != 0;
-  const TallSkinnyPath path = tallSkinnyPath(m, n, what, ops.panelKernelRows);
+  const TallSkinnyPath path = tallSkinnyPath(m, n, what);
   if (src.p != nullptr && path == TallSkinnyPath::Recursive)
     throw Error(ErrorSource::Usage, 0, "tallSkinnyQR", "tallSkinnyQR: the recursive path reads its input from A");
 

@@ -148,7 +148,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   /// Whether the first kernel of the computation for rows x cols reads a device input in place (the TSQR tree and
   /// panel); otherwise the input scan copies it into m_a first (the recursion, and the one-kernel panel).
   static bool readsInputInPlace(Index rows, Index cols, unsigned what) {
-    switch (tallSkinnyPath(rows, cols, what, panelKernelRows())) {
+    switch (tallSkinnyPath(rows, cols, what)) {
       case TallSkinnyPath::Tree: return true;
       case TallSkinnyPath::Panel: return rows > panelKernelRows();
       default: return false;
@@ -181,13 +181,13 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   // object is released, so a failed compute() leaks nothing and the next one starts clean.
   void allocate(Index rows, Index cols, unsigned what) {
     const Index n = cols;
-    const bool needT = tallSkinnyNeedsT(rows, cols, what, panelKernelRows());
+    const bool needT = tallSkinnyNeedsT(rows, cols, what);
     const Index need[6] = {std::max<Index>(rows * n, 1),
                            tallSkinnySeparateQ(what) ? std::max<Index>(rows * n, 1) : 0,
                            std::max<Index>(n * n, 1),
                            needT ? std::max<Index>(n * n, 1) : 0,
                            std::max<Index>(n, 1),
-                           std::max<Index>(tallSkinnyScratchSize(rows, cols, what, kNb, kPanel, panelKernelRows()), 1)};
+                           std::max<Index>(tallSkinnyScratchSize(rows, cols, what, kNb, kPanel), 1)};
     DeviceBuffer<S>* bufs[6] = {&m_a, &m_q, &m_r, &m_t, &m_tau, &m_scratch};
     bool grows = false;
     for (int i = 0; i < 6; ++i) grows |= need[i] > bufs[i]->capacity();
@@ -235,7 +235,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     // Where tau is computed (every path but the tree), the columns whose reflector must be the identity decide which
     // panels go to geqrf (identityReflectorColumns); the host waits for that scan, which also flags NaN/Inf.
     std::vector<char> identity;
-    if (tallSkinnyPath(m, n, m_what, panelKernelRows()) != TallSkinnyPath::Tree && n > 0) {
+    if (tallSkinnyPath(m, n, m_what) != TallSkinnyPath::Tree && n > 0) {
       const View<S> in = src.p ? src : View<S>(m_a.get(), m, n, m);
       kernels::launchScanColumns<S>(in.p, in.ld, m, n, exactIdentityCap(m, n), m_lastRow.device.get(),
                                     m_flags.get(), stream(), copySrc ? m_a.get() : nullptr, m);
