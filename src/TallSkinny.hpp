@@ -8,7 +8,8 @@
 //              of the tree with the signs folded into the top level's input (Q_tree S), so no extra pass over Q.
 //   Panel:     n <= kTsqrMaxCols, m > n, WY form requested: the full tsqrPanel (tree + explicit Q + ReconstructWY),
 //              or the one-kernel panel (ops.householderPanel) where it holds the panel (usePanelKernel).
-//   Recursive: everything else (n > kTsqrMaxCols or m == n): the recursive QR with TSQR panels where they apply.
+//   Recursive: everything else (n > kTsqrMaxCols or m == n): the recursive QR with the backend's panels (Hybrid on CUDA:
+//              the one-kernel panel where it applies, TSQR panels where they apply).
 // Panel and Recursive give the packed factor, tau and T (I - Y T Y^T; Recursive for R alone: T as WY blocks,
 // unused); then R = triu(A(0:n, :)) and the thin Q = (I - Y T Y^T) [I; 0] = [I; 0] - Y (T Y1^T) with Y1 the unit
 // lower top n x n block of Y.

@@ -49,8 +49,9 @@ namespace Eigen {
 /// triangular or permutation matrix) R's diagonal sign and the thin Q's column may differ from Eigen's; Q R = A
 /// holds either way.
 ///
-/// For cols <= 32 the tree is used directly (ComputeR: the tree's levels and an n x n sign fix only); wider matrices
-/// go through the recursive QR with TSQR panels (see docs/DESIGN.md).
+/// For cols <= 32 the tree is used directly (ComputeR: the tree's levels and an n x n sign fix only; ComputeWY on the
+/// GPU: one kernel where a thread-block cluster holds the matrix, float up to 16384 rows and double up to 8192);
+/// wider matrices go through the recursive QR with 32-column panels (see docs/DESIGN.md).
 ///
 /// Results stay on the backend and are copied to the host on first use of an accessor after compute(). compute()
 /// may return before the GPU is done. Not copyable (the results may be large device buffers); movable.
