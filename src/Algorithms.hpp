@@ -231,7 +231,6 @@ constexpr Index kTrmmUpperCutoff = 256;
 template <class Ops, typename S>
 void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
   const Index k = U.rows;
-  if (beta == S(0) && k > kTrmmUpperCutoff && ops.trmmUpperLeftDirect(op, U, Z, C)) return;
   if (k <= kTrmmUpperCutoff) {
     ops.gemmExact(op, Op::N, S(1), U, Z, beta, C);
     return;

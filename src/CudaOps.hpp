@@ -107,13 +107,6 @@ struct Blas;
       TCQR_CHECK(cublas##P##trmm_64(h, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, T, ldt, \
                                     B, ldb, B, ldb));                                                              \
     }                                                                                                              \
-    /* C <- op(T) B, T upper triangular (cuBLAS's out-of-place form) */                                         \
-    static void trmmUpperLeftOut(cublasHandle_t h, cublasOperation_t op, Index m, Index n, const S* T, Index ldt,  \
-                                 const S* B, Index ldb, S* C, Index ldc) {                                        \
-      const S one = 1;                                                                                             \
-      TCQR_CHECK(cublas##P##trmm_64(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, m, n,  \
-                                    &one, T, ldt, B, ldb, C, ldc));                                                \
-    }                                                                                                              \
     static void trsmLeftUpper(cublasHandle_t h, cublasOperation_t op, Index m, Index n, const S* R, Index ldr,     \
                               S* B, Index ldb) {                                                                   \
       const S one = 1;                                                                                             \
@@ -479,13 +472,6 @@ struct CudaOps {
   void mergeSmallT(View<S> Y1mid, View<S> Y2top, View<S> T, Index n1, Index n2, bool hasBottom) {
     const auto t = traced("mergeSmallT");
     kernels::launchMergeSmallT<S>(Y1mid.p, Y1mid.ld, Y2top.p, Y2top.ld, T.p, T.ld, n1, n2, hasBottom, stream);
-  }
-  /// C = op(U) Z by cuBLAS's out-of-place TRMM where trmmUpperGemm allows it (tUpperByCublasTrmm); false: not done.
-  bool trmmUpperLeftDirect(Op op, View<S> U, View<S> Z, View<S> C) {
-    if (!tUpperByCublasTrmm(U.rows, Z.cols)) return false;
-    const auto t = traced("trmmUpperLeft (cuBLAS)");
-    if (!C.empty()) Blas<S>::trmmUpperLeftOut(blas, cuOp(op), C.rows, C.cols, U.p, U.ld, Z.p, Z.ld, C.p, C.ld);
-    return true;
   }
   void trmmRightUpper(View<S> B, View<S> T) {
     const auto t = traced("trmmRightUpper (cuBLAS)");

@@ -132,9 +132,6 @@ struct HostOps {
     trmmLowerAccGeneric(o, opL, alpha, L, Z, C, cutoff, scheme);
   }
 
-  /// (CudaOps may hand trmmUpperGemm's whole product to cuBLAS; the host keeps the block products.)
-  bool trmmUpperLeftDirect(Op, View<S>, View<S>, View<S>) { return false; }
-
   void columnScales(View<S> A, S* d) {
     auto a = map(A);
     for (Index j = 0; j < A.cols; ++j) {

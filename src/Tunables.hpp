@@ -93,16 +93,6 @@ constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
 inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
 }
-/// Whether CudaOps hands a whole product C = op(T) Z (T k x k upper triangular, trmmUpperGemm with beta = 0 and k
-/// above its cutoff) to cuBLAS's out-of-place TRMM instead of trmmUpperGemm's block GEMMs. TCQR_T_TRMM=cublas turns
-/// it on (measurement).
-inline bool tUpperByCublasTrmm(std::ptrdiff_t k, std::ptrdiff_t cols) {
-  static const bool on = [] {
-    const char* v = std::getenv("TCQR_T_TRMM");
-    return v != nullptr && std::string(v) == "cublas";
-  }();
-  return on && k > 0 && cols > 0;
-}
 /// FP16 and BF16 run the products x3ProductInFp32 names (a side or inner dimension of at most kX3Fp32MaxDim: the
 /// recursion's leaf updates and merges, memory-bound) as TF32 products on their FP32 operands: TF32 has FP16's 10-bit
 /// mantissa and FP32's exponent range, and needs no converted copies of the operands (two conversion kernels, and a
