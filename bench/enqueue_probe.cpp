@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,15 +26,6 @@
 using namespace tcqr_bench;
 
 namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 template <typename S>
 void probe(long n, tcqr::Precision mode, int reps, bool uniform) {
@@ -93,9 +83,9 @@ int main(int argc, char** argv) try {
     }
     if (a == "--shapes") {
       sizes.clear();
-      for (const std::string& s : split(argv[++i])) sizes.push_back(std::stol(s));
+      for (const std::string& s : splitList(argv[++i])) sizes.push_back(std::stol(s));
     } else if (a == "--modes") {
-      modes = split(argv[++i]);
+      modes = splitList(argv[++i]);
     } else if (a == "--reps") {
       reps = std::max(1, std::stoi(argv[++i]));
     } else if (a == "--dist") {
@@ -106,7 +96,7 @@ int main(int argc, char** argv) try {
       }
       uniform = v == "uniform";
     } else {
-      std::printf("usage: enqueue_probe [--shapes N,N,...] [--modes FP32,TF32x3,TF32,FP16,BF16,FP64] [--reps R] "
+      std::printf("usage: enqueue_probe [--shapes N,N,...] [--modes FP32,TF32x3,TF32,FP16,BF16,FP64,FP64Emulated] [--reps R] "
                   "[--dist normal|uniform]\n");
       return a == "--help" ? 0 : 2;
     }
@@ -116,19 +106,14 @@ int main(int argc, char** argv) try {
   for (long n : sizes)
     for (const std::string& m : modes) {
       tcqr::Precision p = tcqr::Precision::FP32;
-      if (m == "FP64") {
-        probe<double>(n, tcqr::Precision::FP64, reps, uniform);
-        continue;
-      }
-      if (m == "TF32x3") p = tcqr::Precision::TF32x3;
-      else if (m == "TF32") p = tcqr::Precision::TF32;
-      else if (m == "FP16") p = tcqr::Precision::FP16;
-      else if (m == "BF16") p = tcqr::Precision::BF16;
-      else if (m != "FP32") {
+      if (!parseModeName(m, p)) {
         std::fprintf(stderr, "enqueue_probe: unknown mode %s\n", m.c_str());
         return 2;
       }
-      probe<float>(n, p, reps, uniform);
+      if (p == tcqr::Precision::FP64 || p == tcqr::Precision::FP64Emulated)
+        probe<double>(n, p, reps, uniform);
+      else
+        probe<float>(n, p, reps, uniform);
     }
   return 0;
 } catch (const std::exception& e) {
