@@ -258,12 +258,16 @@ struct CudaOps {
   Index panelKernelRows = 0;  ///< householderPanel's row limit (usePanelKernel; 0: not used)
   int panelRowsPerThread = 0;  ///< launchHouseholderPanel's choice (0: its own)
 
-  OpTraceScope traced(const char* label) const { return OpTraceScope(trace, label, stream); }
-  static const char* gemmLabel(Index m, Index n, Index k) {
+  OpTraceScope traced(const char* label, double flops = 0) const { return OpTraceScope(trace, label, stream, flops); }
+  /// The trace's kinds of GEMM: by shape class, and the large ones also by transposition (TN: the long-sum products
+  /// over the rows, chunked where gemmChunkedTN applies).
+  static const char* gemmLabel(Op ta, Op tb, Index m, Index n, Index k) {
     if (k <= 64) return "gemm inner<=64";
     if (std::min(m, n) <= 64) return "gemm result<=64 wide";
-    return "gemm large";
+    if (ta == Op::T) return tb == Op::N ? "gemm large TN" : "gemm large TT";
+    return tb == Op::N ? "gemm large NN" : "gemm large NT";
   }
+  static double gemmFlops(Index m, Index n, Index k) { return 2.0 * double(m) * double(n) * double(k); }
 
   int lanes() const { return laneCount; }
   /// Lane q waits for everything queued on this lane so far, then f(ops of lane q) queues work on it. Only
@@ -312,7 +316,7 @@ struct CudaOps {
       if (beta == S(0)) setZero(C);
       return;  // beta == 1 everywhere else in the algorithms
     }
-    const auto t = traced(gemmLabel(C.rows, C.cols, k));
+    const auto t = traced(gemmLabel(ta, tb, C.rows, C.cols, k), gemmFlops(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default ||
         (mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, k))) {
       if (ta == Op::T && tb == Op::N) {
@@ -394,12 +398,12 @@ struct CudaOps {
       if (beta == S(0)) setZero(C);
       return;
     }
-    const auto t = traced("gemmExact");
+    const auto t = traced("gemmExact", gemmFlops(C.rows, C.cols, k));
     Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
   }
 
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
-    const auto t = traced("trmmLowerAcc");
+    const auto t = traced("trmmLowerAcc", double(L.rows) * double(L.rows) * double(Z.cols));
     // (TF32x3 with a narrow triangle or few columns: each block product then runs in FP32, see x3ProductInFp32.)
     if (!convertsOperands() || (mode == Precision::TF32x3 && x3ProductInFp32(L.rows, Z.cols, L.rows))) {
       trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);

@@ -35,14 +35,16 @@ class OpTrace {
   }
 
   /// Starts an operation. Nested calls (an op implemented through other ops) are attributed to the outermost one.
-  void begin(const char* label, cudaStream_t s) {
+  /// `flops`: the operation's nominal floating-point operations (0: not a product), for a rate per kind.
+  void begin(const char* label, cudaStream_t s, double flops = 0) {
     if (m_depth++ > 0) return;
     m_label = label;
+    m_flops = flops;
     m_start = record(s);
   }
   void end(cudaStream_t s) {
     if (--m_depth > 0) return;
-    m_records.push_back({m_label, m_start, record(s)});
+    m_records.push_back({m_label, m_start, record(s), m_flops});
   }
 
   /// Waits for the recorded events, prints the summary headed by `title` to stderr, and starts over.
@@ -52,6 +54,7 @@ class OpTrace {
     struct Sum {
       int count = 0;
       double ms = 0;
+      double flops = 0;
     };
     std::map<std::string, Sum> sums;
     double total = 0;
@@ -61,6 +64,7 @@ class OpTrace {
       Sum& s = sums[r.label];
       ++s.count;
       s.ms += ms;
+      s.flops += r.flops;
       total += ms;
     }
     float span = 0;
@@ -70,9 +74,14 @@ class OpTrace {
     std::fprintf(stderr,
                  "tcqr trace: %s: first to last event %.3f ms, operations %.3f ms (%zu calls), between %.3f ms\n",
                  title, span, total, m_records.size(), span - total);
-    for (const auto& r : rows)
-      std::fprintf(stderr, "tcqr trace:   %-28s %6d calls %10.3f ms %8.2f us/call\n", r.first.c_str(), r.second.count,
+    for (const auto& r : rows) {
+      std::fprintf(stderr, "tcqr trace:   %-32s %6d calls %10.3f ms %8.2f us/call", r.first.c_str(), r.second.count,
                    r.second.ms, 1000.0 * r.second.ms / r.second.count);
+      // The rate of the nominal flops (a triangular product counts its triangle, a chunked one its plain product).
+      if (r.second.flops > 0 && r.second.ms > 0)
+        std::fprintf(stderr, " %9.3f Tflop %7.1f TFLOP/s", r.second.flops * 1e-12, r.second.flops / r.second.ms * 1e-9);
+      std::fprintf(stderr, "\n");
+    }
     m_records.clear();
     m_used = 0;
   }
@@ -81,6 +90,7 @@ class OpTrace {
   struct Record {
     const char* label;
     cudaEvent_t start, stop;
+    double flops;
   };
   cudaEvent_t record(cudaStream_t s) {
     if (m_used == m_pool.size()) {
@@ -98,14 +108,15 @@ class OpTrace {
   std::vector<Record> m_records;
   int m_depth = 0;
   const char* m_label = "";
+  double m_flops = 0;
   cudaEvent_t m_start = nullptr;
 };
 
 /// Brackets one operation when `trace` is non-null.
 class OpTraceScope {
  public:
-  OpTraceScope(OpTrace* trace, const char* label, cudaStream_t s) : m_trace(trace), m_stream(s) {
-    if (m_trace) m_trace->begin(label, s);
+  OpTraceScope(OpTrace* trace, const char* label, cudaStream_t s, double flops = 0) : m_trace(trace), m_stream(s) {
+    if (m_trace) m_trace->begin(label, s, flops);
   }
   ~OpTraceScope() {
     if (!m_trace) return;
