@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
@@ -580,20 +581,50 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
   return {w, nullptr, ld, 2};
 }
 
+/// TF32x3's hi*hi product is summed through C in chunks of at most this much of its inner dimension (the two
+/// correction products, 2^-11 smaller, are not). The tensor cores do not round their FP32 running sums to nearest, so a
+/// long product's error drifts with its inner dimension, and the hi*hi products with inner dimensions up to the merge
+/// cap (1024) were what put TF32x3 outside the FP32 bound. H100, 4096^2, same binary
+/// (bench/results/logs/2026-11-27-h100-x3-inner-chunks.log): backward error 2.76e-6 (uniform) / 2.95e-6 (geometric)
+/// unchunked, 1.75e-6 / 1.42e-6 with chunks of 256 (1.53e-6 / 1.21e-6 with 128; issue bound 1.9e-6, FP32 mode 7.95e-7
+/// / 5.89e-7); chunking all three products instead of hi*hi alone gave the same errors. Each chunk is one more pass
+/// over C: 16384^2 took 205 ms against 195-197 with chunks of 256, 225-227 with 128, and 228 with all three products
+/// chunked by 256. The row-chunked long sums (gemmChunkedTN) are not affected: their chunks are separate products.
+/// TCQR_X3_HIHI_CHUNK=0 turns the chunking off (for measurements).
+constexpr Index kX3HiHiChunk = 256;
+inline Index x3HiHiChunk() {
+  static const Index chunk = [] {
+    const char* v = std::getenv("TCQR_X3_HIHI_CHUNK");
+    return v != nullptr ? Index(std::max(0L, std::atol(v))) : kX3HiHiChunk;
+  }();
+  return chunk;
+}
+
 /// C (m x n, FP32) = alpha op(A) op(B) + beta C on converted operands: one tensor-core product, or for TF32x3 three
-/// (lo*hi, hi*lo, hi*hi, smallest first; each exact in TF32 x TF32, accumulated in FP32).
+/// (lo*hi, hi*lo, hi*hi, smallest first; each exact in TF32 x TF32, accumulated in FP32; hi*hi in chunks of the inner
+/// dimension, see kX3HiHiChunk).
 inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, Index m, Index n, Index k, float alpha,
                              const ConvertedOperand& A, const ConvertedOperand& B, float beta, float* C, Index ldc) {
   const bool x3 = mode == Precision::TF32x3;
   const cudaDataType type = x3 ? CUDA_R_32F : (mode == Precision::FP16 ? CUDA_R_16F : CUDA_R_16BF);
   const cublasComputeType_t compute = x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const float one = 1.0f;
-  const char* lhs[3] = {A.lo, A.hi, A.hi};
-  const char* rhs[3] = {B.hi, B.lo, B.hi};
-  for (int t = x3 ? 0 : 2; t < 3; ++t) {
-    const float* b = (t == (x3 ? 0 : 2)) ? &beta : &one;
-    TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), m, n, k, &alpha, lhs[t], type, A.ld, rhs[t], type, B.ld, b,
-                               C, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+  auto product = [&](const char* a, const char* b, Index kk, const float* bt) {
+    TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), m, n, kk, &alpha, a, type, A.ld, b, type, B.ld, bt, C,
+                               CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+  };
+  if (!x3) {
+    product(A.hi, B.hi, k, &beta);
+    return;
+  }
+  product(A.lo, B.hi, k, &beta);
+  product(A.hi, B.lo, k, &one);
+  const Index chunk = x3HiHiChunk() > 0 ? x3HiHiChunk() : k;
+  for (Index k0 = 0; k0 < k; k0 += chunk) {
+    // (A chunk of the inner dimension: columns of op(A) = A, rows of op(A) = A^T; the other way round for B.)
+    const ConvertedOperand a = ta == Op::N ? A.at(0, k0) : A.at(k0, 0);
+    const ConvertedOperand b = tb == Op::N ? B.at(k0, 0) : B.at(0, k0);
+    product(a.hi, b.hi, std::min(chunk, k - k0), &one);
   }
 }
 
