@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -600,6 +601,20 @@ inline Index x3HiHiChunk() {
   return chunk;
 }
 
+/// TF32x3's row-chunked TN products (gemmChunkedTN) chunk the hi*hi product only; the two correction products run over
+/// the whole inner dimension straight into C. With all three chunked, two of them read the partials back and wrote
+/// them again before the reduction read them: 16384^2 205.4-207.6 ms against 194.9-195.2 now, 32768^2 999-1006
+/// against 952-954, 131072 x 2048 55.7-56.0 against 54.1-54.2, the accuracy at 4096^2 unchanged (H100, same binary,
+/// alternating; bench/results/logs/2026-11-27-h100-x3-tn-corrections-ab.log). TCQR_X3_TN=chunked restores the old way
+/// (for measurements).
+inline bool x3TnCorrectionsWhole() {
+  static const bool whole = [] {
+    const char* v = std::getenv("TCQR_X3_TN");
+    return v == nullptr || std::string(v) != "chunked";
+  }();
+  return whole;
+}
+
 /// C (m x n, FP32) = alpha op(A) op(B) + beta C on converted operands: one tensor-core product, or for TF32x3 three
 /// (lo*hi, hi*lo, hi*hi, smallest first; each exact in TF32 x TF32, accumulated in FP32; hi*hi in chunks of the inner
 /// dimension, see kX3HiHiChunk).
@@ -643,9 +658,35 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
   const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
   char* w = conversion->reserve(bytesA + bytesB, stream);
   const ConvertedOperand a = convertOperand(mode, A, w, stream), b = convertOperand(mode, B, w + bytesA, stream);
+  if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() && partials != nullptr &&
+      kk / accumChunkFor(kk, C.rows, C.cols, sms) >= 2) {
+    // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: the hi*hi product is chunked
+    // like FP32's (see kAccumChunk). The two correction products, 2^-11 smaller, drift 2^-11 less and go straight
+    // into C over the whole inner dimension, so only one product writes the partials and the reduction alone reads
+    // them back (see x3TnCorrectionsWhole).
+    auto tn = [&](const char* pa, const char* pb, Index nc, Index kr, const float* bt, float* out, Index ldo) {
+      TCQR_CHECK(cublasGemmEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kr, &alpha, pa, CUDA_R_32F, a.ld, pb,
+                                 CUDA_R_32F, b.ld, bt, out, CUDA_R_32F, ldo, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                 CUBLAS_GEMM_DEFAULT));
+    };
+    const float one = 1.0f;
+    tn(a.lo, b.hi, C.cols, kk, &beta, C.p, C.ld);
+    tn(a.hi, b.lo, C.cols, kk, &one, C.p, C.ld);
+    auto batched = [&](Index c0, Index nc, Index kc, Index batch, float* P) {
+      const float zero = 0.0f;
+      TCQR_CHECK(cublasGemmStridedBatchedEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kc, &one, a.hi, CUDA_R_32F,
+                                               a.ld, kc, b.at(0, c0).hi, CUDA_R_32F, b.ld, kc, &zero, P, CUDA_R_32F,
+                                               C.rows, C.rows * nc, batch, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                               CUBLAS_GEMM_DEFAULT));
+    };
+    auto plain = [&](Index c0, Index nc, Index k0, Index kr, float bt) {
+      tn(a.at(k0, 0).hi, b.at(k0, c0).hi, nc, kr, &bt, C.p + c0 * C.ld, C.ld);
+    };
+    gemmChunkedTN(C.rows, C.cols, kk, alpha, 1.0f, C.p, C.ld, batched, plain);
+    return;
+  }
   if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N) {
-    // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: chunked like FP32's (see
-    // kAccumChunk).
+    // (TCQR_X3_TN=chunked, or too few rows for gemmChunkedTN: all three products accumulate into the partials.)
     auto batched = [&](Index c0, Index nc, Index kc, Index batch, float* P) {
       const float zero = 0.0f, one = 1.0f;
       const ConvertedOperand bc = b.at(0, c0);
