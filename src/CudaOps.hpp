@@ -196,6 +196,22 @@ constexpr Index kAccumChunk = 256, kAccumChunks = 16;
 constexpr Index kAccumTile = 128, kAccumBlocksPerSM = 4;
 /// The chunk of a k-long TN product with a rows x cols result on a GPU with `sms` multiprocessors: a multiple of
 /// kAccumChunk, long enough for at most max(kAccumChunks, the chunks that fill the GPU) chunks.
+/// gemmChunkedTN runs its chunks one after another, each accumulated into C (beta = 1), where the result has at least
+/// this many tiles of kAccumTile^2: enough to fill the GPU with one chunk's product, and C (at most a few tens of MB
+/// for these products) stays in L2 between the chunks, where the batched partials (16 results' worth) go to memory and
+/// back. Same roundings in FP64 (the partials were summed in double too); in FP32 C sums the 16 chunk sums in FP32
+/// instead of double. H100, same binary, alternating (bench/results/logs/2026-11-27-h100-tn-sequential-chunks-ab.log):
+/// FP64 16384^2 224.2-228.7 ms to 217.0 (64 tiles) and 219.3-221.0 (132), 32768^2 1282 to 1221 (64); FP32 16384^2
+/// within 1%; tall shapes and 4096^2 within noise; backward errors at 16384^2 unchanged (FP64 3.53e-15, FP32
+/// 1.21-1.22e-6), at 4096^2 too. TCQR_TN_SEQ_TILES=<t> overrides it (0: always the batched partials).
+constexpr Index kTnSequentialTiles = 64;
+inline Index tnSequentialTiles() {
+  static const Index v = [] {
+    const char* e = std::getenv("TCQR_TN_SEQ_TILES");
+    return e ? Index(std::max(0L, std::atol(e))) : kTnSequentialTiles;
+  }();
+  return v;
+}
 inline Index accumChunkFor(Index k, Index rows, Index cols, int sms) {
   const Index tiles = ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
   const Index fill = (kAccumBlocksPerSM * sms + tiles - 1) / tiles;
@@ -345,13 +361,20 @@ struct CudaOps {
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
   }
   /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks of
-  /// accumChunkFor(k, rows, cols, sms) rows with the partials in `partials` (gemmChunks). Returns false (nothing
-  /// done) without that workspace or with fewer than two chunks.
+  /// accumChunkFor(k, rows, cols, sms) rows: one after another through C for results of at least tnSequentialTiles()
+  /// tiles, else with the partials in `partials` (gemmChunks). Returns false (nothing done) without that workspace or
+  /// with fewer than two chunks.
   template <class Batched, class Plain>
   bool gemmChunkedTN(Index rows, Index cols, Index k, S alpha, S beta, S* C, Index ldc, Batched batched, Plain plain) {
     if (partials == nullptr) return false;
     const Index kc = accumChunkFor(k, rows, cols, sms);
     if (k / kc < 2) return false;
+    const Index tiles = ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
+    if (tnSequentialTiles() > 0 && tiles >= tnSequentialTiles()) {
+      // The chunks one after another, each accumulated into C (see kTnSequentialTiles).
+      for (Index k0 = 0; k0 < k; k0 += kc) plain(0, cols, k0, std::min(kc, k - k0), k0 == 0 ? beta : S(1));
+      return true;
+    }
     gemmChunks(rows, cols, k, kc, alpha, beta, C, ldc, *partials, false, batched, plain);
     return true;
   }
