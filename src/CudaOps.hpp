@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <string>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -183,7 +183,8 @@ inline Index splitKBytes(Index m) {
 /// rows: FP32 backward error 1.5e-6 against 2.2e-6 unchunked (SGEQRF 7.2e-7, issue bound 1.9e-6), FP64 3.1e-15
 /// against 4.6e-15 (DGEQRF 2.9e-15), TF32x3 6.4e-6 against 2.3e-5; 16384^2 FP32 1.9e-6 against 3.8e-6 (SGEQRF
 /// 1.7e-6). Chunking every product (the N-type ones, inner dimension n1, through C) by 64 reached 7.1e-7 / 2.1e-15.
-/// The cost is memory traffic: each chunk's partial product is written and read back once, so a large result gets
+/// The cost is memory traffic: each chunk's partial product is written and read back once (since 96ec72b only for
+/// results of fewer than kTnSequentialTiles tiles; larger ones add their chunks into C one after another), so a large result gets
 /// kAccumChunks chunks: 16384^2 FP32 379.5 ms against 350.4 unchunked, FP64 379.5 against 359.3, TF32x3 344 against
 /// 285, 4096^2 FP32 29.3 against 26.9 ms. A small result gets more: the batched product must still fill the GPU
 /// (with 16 chunks only, a 64 x 64 result over 2097152 rows in double ran on 16 x 1 blocks, and 2097152 x 128
@@ -194,24 +195,31 @@ constexpr Index kAccumChunk = 256, kAccumChunks = 16;
 /// Output tile (rows and columns) assumed per thread block of a batched product, and the blocks per multiprocessor
 /// its chunks should give at least.
 constexpr Index kAccumTile = 128, kAccumBlocksPerSM = 4;
-/// The chunk of a k-long TN product with a rows x cols result on a GPU with `sms` multiprocessors: a multiple of
-/// kAccumChunk, long enough for at most max(kAccumChunks, the chunks that fill the GPU) chunks.
+/// A non-negative integer from the environment variable `name` (read by the caller once), or `fallback` when it is
+/// unset, empty, negative or not a whole number (a measurement switch must not silently turn into 0).
+inline Index envIndex(const char* name, Index fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  return (*end == '\0' && x >= 0) ? Index(x) : fallback;
+}
 /// gemmChunkedTN runs its chunks one after another, each accumulated into C (beta = 1), where the result has at least
-/// this many tiles of kAccumTile^2: enough to fill the GPU with one chunk's product, and C (at most a few tens of MB
-/// for these products) stays in L2 between the chunks, where the batched partials (16 results' worth) go to memory and
-/// back. Same roundings in FP64 (the partials were summed in double too); in FP32 C sums the 16 chunk sums in FP32
-/// instead of double. H100, same binary, alternating (bench/results/logs/2026-11-27-h100-tn-sequential-chunks-ab.log):
-/// FP64 16384^2 224.2-228.7 ms to 217.0 (64 tiles) and 219.3-221.0 (132), 32768^2 1282 to 1221 (64); FP32 16384^2
-/// within 1%; tall shapes and 4096^2 within noise; backward errors at 16384^2 unchanged (FP64 3.53e-15, FP32
-/// 1.21-1.22e-6), at 4096^2 too. TCQR_TN_SEQ_TILES=<t> overrides it (0: always the batched partials).
+/// this many tiles of kAccumTile^2: one chunk's product then fills the GPU, and C is written and read once per chunk
+/// instead of 16 partial products going to memory and back (a C of up to about 40 MB also stays in L2, the H100's is
+/// 50 MB; the 32768^2 FP64 results of 64 MB gained as well). Same roundings in FP64 (the partials were summed in
+/// double too); in FP32 C sums the chunk sums in FP32 instead of double. H100, same binary, alternating
+/// (bench/results/logs/2026-11-27-h100-tn-sequential-chunks-ab.log): FP64 16384^2 224.2-228.7 ms to 217.0 (64
+/// tiles) and 218.6-221.0 (132), 32768^2 1282 to 1221 (64); FP32 16384^2 within 1% (64 and 132); at 132 and 264
+/// tiles TF32x3, the tall shapes and 4096^2 within noise; backward errors at 16384^2 unchanged (FP64 3.53e-15, FP32
+/// 1.21-1.22e-6). TCQR_TN_SEQ_TILES=<t> overrides it (0: always the batched partials).
 constexpr Index kTnSequentialTiles = 64;
 inline Index tnSequentialTiles() {
-  static const Index v = [] {
-    const char* e = std::getenv("TCQR_TN_SEQ_TILES");
-    return e ? Index(std::max(0L, std::atol(e))) : kTnSequentialTiles;
-  }();
+  static const Index v = envIndex("TCQR_TN_SEQ_TILES", kTnSequentialTiles);
   return v;
 }
+/// The chunk of a k-long TN product with a rows x cols result on a GPU with `sms` multiprocessors: a multiple of
+/// kAccumChunk, long enough for at most max(kAccumChunks, the chunks that fill the GPU) chunks.
 inline Index accumChunkFor(Index k, Index rows, Index cols, int sms) {
   const Index tiles = ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
   const Index fill = (kAccumBlocksPerSM * sms + tiles - 1) / tiles;
@@ -613,14 +621,14 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
 /// unchunked, 1.75e-6 / 1.42e-6 with chunks of 256 (1.53e-6 / 1.21e-6 with 128; issue bound 1.9e-6, FP32 mode 7.95e-7
 /// / 5.89e-7); chunking all three products instead of hi*hi alone gave the same errors. Each chunk is one more pass
 /// over C: 16384^2 took 205 ms against 195-197 with chunks of 256, 225-227 with 128, and 228 with all three products
-/// chunked by 256. The row-chunked long sums (gemmChunkedTN) are not affected: their chunks are separate products.
-/// TCQR_X3_HIHI_CHUNK=0 turns the chunking off (for measurements).
+/// chunked by 256. The row-chunked long sums (gemmChunkedTN) are not split further: their chunks (accumChunkFor) are
+/// 256 rows at 4096^2 but 1024 at 16384^2 and 2048 at 32768^2, which is presumably why TF32x3's backward error there
+/// (2.6e-6 at 16384^2, 4.1e-6 at 32768^2) is 2.2x FP32's rather than within the 4096^2 bound (not measured further).
+/// TCQR_X3_HIHI_CHUNK=0 turns the chunking off (for measurements); other values are rounded up to a multiple of 16
+/// (so that every chunk's operands stay 16-byte aligned).
 constexpr Index kX3HiHiChunk = 256;
 inline Index x3HiHiChunk() {
-  static const Index chunk = [] {
-    const char* v = std::getenv("TCQR_X3_HIHI_CHUNK");
-    return v != nullptr ? Index(std::max(0L, std::atol(v))) : kX3HiHiChunk;
-  }();
+  static const Index chunk = (envIndex("TCQR_X3_HIHI_CHUNK", kX3HiHiChunk) + 15) / 16 * 16;
   return chunk;
 }
 
@@ -633,7 +641,7 @@ inline Index x3HiHiChunk() {
 inline bool x3TnCorrectionsWhole() {
   static const bool whole = [] {
     const char* v = std::getenv("TCQR_X3_TN");
-    return v == nullptr || std::string(v) != "chunked";
+    return v == nullptr || std::strcmp(v, "chunked") != 0;
   }();
   return whole;
 }
@@ -705,11 +713,14 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     auto plain = [&](Index c0, Index nc, Index k0, Index kr, float bt) {
       tn(a.at(k0, 0).hi, b.at(k0, c0).hi, nc, kr, &bt, C.p + c0 * C.ld, C.ld);
     };
-    gemmChunkedTN(C.rows, C.cols, kk, alpha, 1.0f, C.p, C.ld, batched, plain);
+    const bool chunked = gemmChunkedTN(C.rows, C.cols, kk, alpha, 1.0f, C.p, C.ld, batched, plain);
+    if (!chunked)  // (the guard above is gemmChunkedTN's own condition; hi*hi must not go missing if they diverge)
+      tn(a.hi, b.hi, C.cols, kk, &one, C.p, C.ld);
     return;
   }
   if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N) {
-    // (TCQR_X3_TN=chunked, or too few rows for gemmChunkedTN: all three products accumulate into the partials.)
+    // (TCQR_X3_TN=chunked: all three products go through gemmChunkedTN, each adding into the partials or, for large
+    // results, into C; with too few rows or no partials workspace, convertedProduct below.)
     auto batched = [&](Index c0, Index nc, Index kc, Index batch, float* P) {
       const float zero = 0.0f, one = 1.0f;
       const ConvertedOperand bc = b.at(0, c0);

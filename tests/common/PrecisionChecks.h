@@ -245,7 +245,7 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
   CHECK(bf16.backward >= 30 * fp32.backward);
   CHECK(bf16.backward >= 2 * tf32.backward);
   CHECK(bf16.backward >= 2 * fp16.backward);
-  const double x3Factor = 4.0;  // H100 at 4096^2: 2.2-2.4x (see modeBounds(p, backend))
+  const double x3Factor = 4.0;  // (H100, 4096^2 table: 2.2-2.4x; see modeBounds(p, backend))
   CHECK(x3.backward <= x3Factor * fp32.backward);
   CHECK(tf32.orth >= 30 * fp32.orth);
   CHECK(x3.orth <= x3Factor * fp32.orth);
