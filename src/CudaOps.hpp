@@ -212,11 +212,13 @@ inline Index envIndex(const char* name, Index fallback) {
 /// (bench/results/logs/2026-11-27-h100-tn-sequential-chunks-ab.log): FP64 16384^2 224.2-228.7 ms to 217.0 (64
 /// tiles) and 218.6-221.0 (132), 32768^2 1282 to 1221 (64); FP32 16384^2 within 1% (64 and 132); at 132 and 264
 /// tiles TF32x3, the tall shapes and 4096^2 within noise; backward errors at 16384^2 unchanged (FP64 3.53e-15, FP32
-/// 1.21-1.22e-6). TCQR_TN_SEQ_TILES=<t> overrides it (0: always the batched partials).
+/// 1.21-1.22e-6). Double only: in float the same switch cost FP32 1.5-2.3% at 4096^2 and 8192^2 and TF32x3 1% at
+/// 131072 x 2048 (`...-tn-sequential-float-72931ae.log`), so float keeps the batched partials (their double sums).
+/// TCQR_TN_SEQ_TILES=<t> sets the threshold for both (0: always the batched partials).
 constexpr Index kTnSequentialTiles = 64;
-inline Index tnSequentialTiles() {
-  static const Index v = envIndex("TCQR_TN_SEQ_TILES", kTnSequentialTiles);
-  return v;
+inline Index tnSequentialTiles(bool isDouble) {
+  static const Index v = envIndex("TCQR_TN_SEQ_TILES", -1);  // (-1: unset)
+  return v >= 0 ? v : (isDouble ? kTnSequentialTiles : 0);
 }
 /// The chunk of a k-long TN product with a rows x cols result on a GPU with `sms` multiprocessors: a multiple of
 /// kAccumChunk, long enough for at most max(kAccumChunks, the chunks that fill the GPU) chunks.
@@ -369,8 +371,8 @@ struct CudaOps {
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
   }
   /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks of
-  /// accumChunkFor(k, rows, cols, sms) rows: one after another through C for results of at least tnSequentialTiles()
-  /// tiles, else with the partials in `partials` (gemmChunks). Returns false (nothing done) without that workspace or
+  /// accumChunkFor(k, rows, cols, sms) rows: one after another through C for double results of at least
+  /// kTnSequentialTiles tiles, else with the partials in `partials` (gemmChunks). Returns false (nothing done) without that workspace or
   /// with fewer than two chunks.
   template <class Batched, class Plain>
   bool gemmChunkedTN(Index rows, Index cols, Index k, S alpha, S beta, S* C, Index ldc, Batched batched, Plain plain) {
@@ -378,7 +380,8 @@ struct CudaOps {
     const Index kc = accumChunkFor(k, rows, cols, sms);
     if (k / kc < 2) return false;
     const Index tiles = ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
-    if (tnSequentialTiles() > 0 && tiles >= tnSequentialTiles()) {
+    const Index seq = tnSequentialTiles(std::is_same<S, double>::value);
+    if (seq > 0 && tiles >= seq) {
       // The chunks one after another, each accumulated into C (see kTnSequentialTiles).
       for (Index k0 = 0; k0 < k; k0 += kc) plain(0, cols, k0, std::min(kc, k - k0), k0 == 0 ? beta : S(1));
       return true;
