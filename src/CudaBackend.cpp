@@ -310,7 +310,8 @@ class CudaQRState final : public QRState<S> {
     const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(k * k, 1), std::max<Index>(k, 1),
                            std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes), 1)};
     const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
-    const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors());
+    const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors(),
+                                                 tnSequentialTiles(std::is_same<S, double>::value));
     const bool grows = need[0] > m_a.capacity() || need[1] > m_t.capacity() ||
                        need[2] > m_tau.capacity() || need[3] > m_scratch.capacity() ||
                        convBytes > m_conversion.buffer.capacity() || partialBytes > m_partials.buffer.capacity();
