@@ -183,8 +183,8 @@ inline Index splitKBytes(Index m) {
 /// rows: FP32 backward error 1.5e-6 against 2.2e-6 unchunked (SGEQRF 7.2e-7, issue bound 1.9e-6), FP64 3.1e-15
 /// against 4.6e-15 (DGEQRF 2.9e-15), TF32x3 6.4e-6 against 2.3e-5; 16384^2 FP32 1.9e-6 against 3.8e-6 (SGEQRF
 /// 1.7e-6). Chunking every product (the N-type ones, inner dimension n1, through C) by 64 reached 7.1e-7 / 2.1e-15.
-/// The cost is memory traffic: each chunk's partial product is written and read back once (since 96ec72b only for
-/// results of fewer than kTnSequentialTiles tiles; larger ones add their chunks into C one after another), so a large result gets
+/// The cost is memory traffic: each chunk's partial product is written and read back once (in double, results of
+/// kTnSequentialTiles tiles or more add their chunks into C instead), so a large result gets
 /// kAccumChunks chunks: 16384^2 FP32 379.5 ms against 350.4 unchunked, FP64 379.5 against 359.3, TF32x3 344 against
 /// 285, 4096^2 FP32 29.3 against 26.9 ms. A small result gets more: the batched product must still fill the GPU
 /// (with 16 chunks only, a 64 x 64 result over 2097152 rows in double ran on 16 x 1 blocks, and 2097152 x 128
@@ -195,6 +195,10 @@ constexpr Index kAccumChunk = 256, kAccumChunks = 16;
 /// Output tile (rows and columns) assumed per thread block of a batched product, and the blocks per multiprocessor
 /// its chunks should give at least.
 constexpr Index kAccumTile = 128, kAccumBlocksPerSM = 4;
+/// Tiles of kAccumTile^2 in a rows x cols result.
+inline Index accumTiles(Index rows, Index cols) {
+  return ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
+}
 /// A non-negative integer from the environment variable `name` (read by the caller once), or `fallback` when it is
 /// unset, empty, negative or not a whole number (a measurement switch must not silently turn into 0).
 inline Index envIndex(const char* name, Index fallback) {
@@ -223,7 +227,7 @@ inline Index tnSequentialTiles(bool isDouble) {
 /// The chunk of a k-long TN product with a rows x cols result on a GPU with `sms` multiprocessors: a multiple of
 /// kAccumChunk, long enough for at most max(kAccumChunks, the chunks that fill the GPU) chunks.
 inline Index accumChunkFor(Index k, Index rows, Index cols, int sms) {
-  const Index tiles = ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
+  const Index tiles = accumTiles(rows, cols);
   const Index fill = (kAccumBlocksPerSM * sms + tiles - 1) / tiles;
   const Index chunks = std::max(kAccumChunks, fill);
   const Index min = (k + chunks - 1) / chunks;
@@ -380,18 +384,21 @@ struct CudaOps {
     }
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
   }
+  /// Whether gemmChunkedTN chunks a k-long TN product with a rows x cols result: with a partials workspace and at
+  /// least two chunks.
+  bool chunksTN(Index rows, Index cols, Index k) const {
+    return partials != nullptr && k / accumChunkFor(k, rows, cols, sms) >= 2;
+  }
   /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks of
   /// accumChunkFor(k, rows, cols, sms) rows: one after another through C for double results of at least
-  /// kTnSequentialTiles tiles, else with the partials in `partials` (gemmChunks). Returns false (nothing done) without that workspace or
-  /// with fewer than two chunks.
+  /// kTnSequentialTiles tiles, else with the partials in `partials` (gemmChunks). Returns false (nothing done) where
+  /// chunksTN does not hold.
   template <class Batched, class Plain>
   bool gemmChunkedTN(Index rows, Index cols, Index k, S alpha, S beta, S* C, Index ldc, Batched batched, Plain plain) {
-    if (partials == nullptr) return false;
+    if (!chunksTN(rows, cols, k)) return false;
     const Index kc = accumChunkFor(k, rows, cols, sms);
-    if (k / kc < 2) return false;
-    const Index tiles = ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
     const Index seq = tnSequentialTiles(std::is_same<S, double>::value);
-    if (seq > 0 && tiles >= seq) {
+    if (seq > 0 && accumTiles(rows, cols) >= seq) {
       // The chunks one after another, each accumulated into C (see kTnSequentialTiles).
       for (Index k0 = 0; k0 < k; k0 += kc) plain(0, cols, k0, std::min(kc, k - k0), k0 == 0 ? beta : S(1));
       return true;
@@ -702,8 +709,8 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
   const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
   char* w = conversion->reserve(bytesA + bytesB, stream);
   const ConvertedOperand a = convertOperand(mode, A, w, stream), b = convertOperand(mode, B, w + bytesA, stream);
-  if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() && partials != nullptr &&
-      kk / accumChunkFor(kk, C.rows, C.cols, sms) >= 2) {
+  if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() &&
+      chunksTN(C.rows, C.cols, kk)) {
     // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: the hi*hi product is chunked
     // like FP32's (see kAccumChunk). The two correction products, 2^-11 smaller, drift 2^-11 less and go straight
     // into C over the whole inner dimension, so only one product writes the partials and the reduction alone reads
@@ -726,9 +733,7 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     auto plain = [&](Index c0, Index nc, Index k0, Index kr, float bt) {
       tn(a.at(k0, 0).hi, b.at(k0, c0).hi, nc, kr, &bt, C.p + c0 * C.ld, C.ld);
     };
-    const bool chunked = gemmChunkedTN(C.rows, C.cols, kk, alpha, 1.0f, C.p, C.ld, batched, plain);
-    if (!chunked)  // (the guard above is gemmChunkedTN's own condition; hi*hi must not go missing if they diverge)
-      tn(a.hi, b.hi, C.cols, kk, &one, C.p, C.ld);
+    gemmChunkedTN(C.rows, C.cols, kk, alpha, 1.0f, C.p, C.ld, batched, plain);  // (true: chunksTN holds)
     return;
   }
   if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N) {
