@@ -200,24 +200,10 @@ __device__ __forceinline__ void pushOwn(PanelShared<S>& sh, S v, int buf, int sl
 /// Columns of the kernel's loop body (see householderPanelKernel).
 constexpr int kPanelWindow = 1;
 
-/// Most rows per thread the kShared kernels keep in dynamic shared memory beyond their registers' R: 192 KB of the
-/// H100's 227 KB per block (6 x 32 floats or 3 x 32 doubles per thread), with PanelShared (10-21 KB) beside it.
-template <typename S>
-constexpr int kPanelMaxShared = sizeof(S) == 4 ? 6 : 3;
-template <typename S>
-constexpr std::size_t panelSharedBytes(int rs) {
-  return std::size_t(rs) * kPanelCols * kPanelThreads * sizeof(S);
-}
-
-extern __shared__ __align__(16) unsigned char panelRows[];
-
 /// Householder QR of A (m x n, n <= 32, m >= n) in place, Eigen's convention (R on and above the diagonal, the
 /// essential parts of the reflectors below it, tau = 0 for a tail with squared norm at most the smallest normal
 /// number), and T (n x n, upper triangular, zero below) of H_0 ... H_{n-1} = I - Y T Y^T. One cluster of C blocks;
-/// block b holds rows b * (R + rs) * 256 + r * 256 + thread (r < R) in registers, and with kShared the next rs
-/// rows per thread (r = R .. R + rs - 1) in dynamic shared memory: panels taller than the registers of the largest
-/// cluster hold (16384 rows in float, 8192 in double on the H100) stay in one kernel, at the price of each column's
-/// passes over those rows reading (and, right of the column, writing) shared memory.
+/// block b holds rows b * R * 256 + r * 256 + thread (r < R) in registers.
 ///
 /// Registers can only be indexed at compile time, but the loop over the columns runs from instruction cache: fully
 /// unrolled over the 32 columns (about 200 KB of code per instantiation, run once per launch) every fetch missed,
@@ -227,10 +213,10 @@ extern __shared__ __align__(16) unsigned char panelRows[];
 /// the columns rotated away so far. Measured per panel at 16384^2 TF32 (H100, TCQR_TRACE): windows of 4 columns
 /// 104.5 us, 2 columns 94.4 us, 1 column 90.3 us (ncu at 4 columns: half the stall cycles per instruction were
 /// waiting for an instruction fetch or at a barrier).
-template <typename S, int R, bool kAsync, bool kShared>
+template <typename S, int R, bool kAsync>
 __global__ void __launch_bounds__(kPanelThreads, 1)
     householderPanelKernel(S* __restrict__ A, Index lda, int m, int n, S* __restrict__ tau, S* __restrict__ T,
-                           Index ldt, int rs) {
+                           Index ldt) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cg::cluster_group cluster = cg::this_cluster();
   const int C = static_cast<int>(cluster.num_blocks());
@@ -241,7 +227,7 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   // Rows of register r: base + r * kPanelThreads. Only rank 0's r = 0 can hold a row < 33 (a column or reflector
   // index, or the one after it), so comparisons with j need `lr` alone: the row for r = 0 on rank 0, larger than any
   // j elsewhere.
-  const Index base = Index(rank) * ((R + rs) * kPanelThreads) + tid;
+  const Index base = Index(rank) * (R * kPanelThreads) + tid;
   const int lr = rank == 0 ? tid : kPanelThreads;
   // Distributed shared memory may only be accessed once every block of the cluster runs: arrive now, wait after the
   // loads (which hide it). Nothing is published yet, hence relaxed; kAsync publishes its mbarriers' initialisation.
@@ -262,20 +248,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
     const Index i = base + Index(r) * kPanelThreads;
 #pragma unroll
     for (int k = 0; k < kPanelCols; ++k) a[r][k] = (i < m && k < n) ? A[i + Index(k) * lda] : S(0);
-  }
-  // kShared: this thread's rows base + (R + s) * kPanelThreads, s < rs, in the dynamic shared memory, entry (s, k) at
-  // srow[(s * kPanelCols + k) * kPanelThreads] (consecutive threads, consecutive banks). Unlike the registers they
-  // are indexed by logical column (no rotation).
-  S* const srow = reinterpret_cast<S*>(panelRows) + tid;
-  auto rowOf = [&](int sIdx) { return srow + sIdx * (kPanelCols * kPanelThreads); };
-  if constexpr (kShared) {
-#pragma unroll 1
-    for (int sIdx = 0; sIdx < rs; ++sIdx) {
-      const Index i = base + Index(R + sIdx) * kPanelThreads;
-      S* row = rowOf(sIdx);
-#pragma unroll
-      for (int k = 0; k < kPanelCols; ++k) row[k * kPanelThreads] = (i < m && k < n) ? A[i + Index(k) * lda] : S(0);
-    }
   }
 
   asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
@@ -315,13 +287,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 #pragma unroll
         for (int r = 0; r < R; ++r)
           if (r > 0 || lr > j) s = fma(a[r][jj], a[r][jj], s);
-        if constexpr (kShared) {
-#pragma unroll 1
-          for (int sIdx = 0; sIdx < rs; ++sIdx) {
-            const S x = rowOf(sIdx)[j * kPanelThreads];
-            s = fma(x, x, s);
-          }
-        }
         if (rank == 0 && tid == j) pushOwn<kAsync>(sh, a[0][jj], buf, 3, C, cluster);
         const int jPrev = j - 1;
         const S z = zPrev, tp = tauPrev;
@@ -352,10 +317,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
           v[r] = lr == j ? S(1) : S(0);
         }
       }
-      if constexpr (kShared) {
-#pragma unroll 1
-        for (int sIdx = 0; sIdx < rs; ++sIdx) rowOf(sIdx)[j * kPanelThreads] *= scale;
-      }
       if (j == 0 && n == 1) {  // no column right of it, no T column left of it
         if (tWarp) tColumn(0, S(0), tj, 0);
         break;
@@ -370,22 +331,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
         for (int q = 0; q < kPanelCols; ++q)
           if (q != jj) p[q] = fma(v[r], a[r][q], p[q]);
         if (r > 0 || lr >= j) p[jj] = fma(a[r][jj + 1], a[r][jj + 1], p[jj]);
-      }
-      if constexpr (kShared) {
-        // Register q's logical column is (q + off) & 31: below 32 - off from `lo`, wrapped from `hi`, so each load
-        // is a select and an immediate offset.
-#pragma unroll 1
-        for (int sIdx = 0; sIdx < rs; ++sIdx) {
-          const S* lo = rowOf(sIdx) + off * kPanelThreads;
-          const S* hi = lo - kPanelCols * kPanelThreads;
-          const S vs = lo[jj * kPanelThreads];
-#pragma unroll
-          for (int q = 0; q < kPanelCols; ++q) {
-            const S x = (q + off < kPanelCols ? lo : hi)[q * kPanelThreads];
-            if (q != jj) p[q] = fma(vs, x, p[q]);
-            if (q == jj + 1) p[jj] = fma(x, x, p[jj]);
-          }
-        }
       }
       const bool next = j + 1 < n;
       if (next && rank == 0) {
@@ -418,28 +363,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
         const S c = tj * __shfl_sync(0xffffffffu, tot, q);
 #pragma unroll
         for (int r = 0; r < R; ++r) a[r][q] = fma(-c, v[r], a[r][q]);
-      }
-      if constexpr (kShared) {
-        // The same update of the shared rows, whose columns right of j are logical j + 1 .. n - 1 (no wrap). Their v
-        // in registers for the whole update (a loop over the rows outside the columns' loop held 32 more factors and
-        // spilled in double).
-        S vs[kPanelMaxShared<S>];
-        S* row0 = srow + off * kPanelThreads;
-#pragma unroll
-        for (int sIdx = 0; sIdx < kPanelMaxShared<S>; ++sIdx)
-          vs[sIdx] = sIdx < rs ? row0[sIdx * (kPanelCols * kPanelThreads) + jj * kPanelThreads] : S(0);
-#pragma unroll
-        for (int q = jj + 1; q < kPanelCols; ++q) {
-          if (q >= lim) break;
-          const S c = tj * __shfl_sync(0xffffffffu, tot, q);
-#pragma unroll
-          for (int sIdx = 0; sIdx < kPanelMaxShared<S>; ++sIdx) {
-            if (sIdx < rs) {
-              S* e = row0 + sIdx * (kPanelCols * kPanelThreads) + q * kPanelThreads;
-              *e = fma(-c, vs[sIdx], *e);
-            }
-          }
-        }
       }
       if (!next) {
         if (tWarp) tColumn(j, tot, tj, off);
@@ -490,18 +413,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
       }
     }
   }
-  if constexpr (kShared) {
-#pragma unroll 1
-    for (int sIdx = 0; sIdx < rs; ++sIdx) {
-      const Index i = base + Index(R + sIdx) * kPanelThreads;
-      const S* row = rowOf(sIdx);
-      if (i < m) {
-#pragma unroll
-        for (int k = 0; k < kPanelCols; ++k)
-          if (k < n) A[i + Index(k) * lda] = row[k * kPanelThreads];
-      }
-    }
-  }
   if (tWarp) {
     if (lane < n) tau[lane] = myTau;
     for (int k = 0; k < n; ++k)
@@ -514,14 +425,13 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 struct ClusterLaunch {
   cudaLaunchAttribute attr[1] = {};
   cudaLaunchConfig_t cfg = {};
-  ClusterLaunch(int c, cudaStream_t stream, std::size_t dynamicSmem = 0) {
+  ClusterLaunch(int c, cudaStream_t stream) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(c);
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
     cfg.gridDim = dim3(static_cast<unsigned>(c));
     cfg.blockDim = dim3(kPanelThreads);
-    cfg.dynamicSmemBytes = dynamicSmem;
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
@@ -541,9 +451,8 @@ bool panelExchangeAsync() {
   return async;
 }
 
-/// Largest cluster (in blocks) the device runs householderPanelKernel<S, R, kAsync, kShared> with (kShared: with the
-/// most shared rows, kPanelMaxShared), 0 if none (not sm_90+).
-template <typename S, int R, bool kAsync, bool kShared>
+/// Largest cluster (in blocks) the device runs householderPanelKernel<S, R, kAsync> with, 0 if none (not sm_90+).
+template <typename S, int R, bool kAsync>
 int clusterLimit() {
   // Any failure of the queries below means no cluster (the caller falls back to the TSQR panel), not an exception.
   auto ok = [](cudaError_t e) {
@@ -564,17 +473,15 @@ int clusterLimit() {
   // Hopper through its PTX, has an empty kernel (ptxVersion tells).
   cudaFuncAttributes fa{};
   int limit = 0;
-  auto kernel = householderPanelKernel<S, R, kAsync, kShared>;
-  const std::size_t dyn = kShared ? panelSharedBytes<S>(kPanelMaxShared<S>) : 0;
   if (ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) && major >= 9 &&
-      ok(cudaFuncGetAttributes(&fa, kernel)) && fa.ptxVersion >= 90 &&
-      ok(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)) &&
-      (!kShared || ok(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn))))) {
+      ok(cudaFuncGetAttributes(&fa, householderPanelKernel<S, R, kAsync>)) && fa.ptxVersion >= 90 &&
+      ok(cudaFuncSetAttribute(householderPanelKernel<S, R, kAsync>, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                              1))) {
     // Every size from 16 down: a GPC may hold 12-15 of these blocks but not 16 (smaller parts, MIG slices).
     for (int c = kPanelMaxCluster; c >= 1 && limit == 0; --c) {
-      const ClusterLaunch launch(c, nullptr, dyn);
+      const ClusterLaunch launch(c, nullptr);
       int clusters = 0;
-      if (ok(cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.cfg)) &&
+      if (ok(cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R, kAsync>, &launch.cfg)) &&
           clusters > 0)
         limit = c;
     }
@@ -587,60 +494,40 @@ int clusterLimit() {
 template <typename S>
 constexpr int kPanelMaxR = sizeof(S) == 4 ? 4 : 2;
 
-template <typename S, int R, bool kShared = false>
-void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream, int rs = 0) {
-  const ClusterLaunch launch(C, stream, kShared ? panelSharedBytes<S>(rs) : 0);
+template <typename S, int R>
+void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream) {
+  const ClusterLaunch launch(C, stream);
   // (st.async is undefined in a cluster of one block: PTX ISA, st.async. Panels of at most 256 rows keep the barrier.)
-  auto kernel = panelExchangeAsync() && C > 1 ? householderPanelKernel<S, R, true, kShared>
-                                              : householderPanelKernel<S, R, false, kShared>;
-  detail::check(
-      cudaLaunchKernelEx(&launch.cfg, kernel, A, lda, static_cast<int>(m), static_cast<int>(n), tau, T, ldt, rs),
-      "cudaLaunchKernelEx(householderPanelKernel)", __FILE__, __LINE__);
+  auto kernel =
+      panelExchangeAsync() && C > 1 ? householderPanelKernel<S, R, true> : householderPanelKernel<S, R, false>;
+  detail::check(cudaLaunchKernelEx(&launch.cfg, kernel, A, lda, static_cast<int>(m), static_cast<int>(n), tau, T, ldt),
+                "cudaLaunchKernelEx(householderPanelKernel)", __FILE__, __LINE__);
 }
 
-template <typename S, int R, bool kShared = false>
+template <typename S, int R>
 int clusterLimitOfExchange() {
-  return panelExchangeAsync() ? clusterLimit<S, R, true, kShared>() : clusterLimit<S, R, false, kShared>();
-}
-
-/// The largest cluster of the register-only kernels (every instantiation is checked: they differ in registers per
-/// thread only, and a cluster size must fit all).
-template <typename S>
-int registerClusterLimit() {
-  int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
-  if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimitOfExchange<float, 4>());
-  return c;
+  return panelExchangeAsync() ? clusterLimit<S, R, true>() : clusterLimit<S, R, false>();
 }
 
 }  // namespace
 
 template <typename S>
-Index householderPanelMaxRows(bool sharedRows) {
-  const Index registers = Index(registerClusterLimit<S>()) * kPanelThreads * kPanelMaxR<S>;
-  // (A shared-row cluster of one block would need the barrier exchange's instantiation; not worth one.)
-  const int c = sharedRows ? clusterLimitOfExchange<S, kPanelMaxR<S>, true>() : 0;
-  if (c < 2) return registers;
-  return std::max(registers, Index(c) * kPanelThreads * (kPanelMaxR<S> + kPanelMaxShared<S>));
+Index householderPanelMaxRows() {
+  // Every instantiation is checked: they differ in registers per thread only, and a cluster size must fit all.
+  int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
+  if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimitOfExchange<float, 4>());
+  return Index(c) * kPanelThreads * kPanelMaxR<S>;
 }
 
 template <typename S>
 void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
                             int rowsPerThread) {
   if (m <= 0 || n <= 0) return;
-  const Index maxRows = householderPanelMaxRows<S>(true);
+  const Index maxRows = householderPanelMaxRows<S>();
   if (n > kPanelCols || m < n || m > maxRows)
     detail::throwError(ErrorSource::Kernel, 0, "panel shape out of range", "launchHouseholderPanel", __FILE__,
                        __LINE__);
-  const int limit = registerClusterLimit<S>();
-  if (m > Index(limit) * kPanelThreads * kPanelMaxR<S>) {
-    // Taller than the registers hold: every block of the largest cluster keeps kPanelMaxR rows per thread in
-    // registers and the fewest further rows that fit in shared memory (rowsPerThread does not apply).
-    const int C = clusterLimitOfExchange<S, kPanelMaxR<S>, true>();
-    const Index perThread = (m + Index(C) * kPanelThreads - 1) / (Index(C) * kPanelThreads);
-    const int rs = static_cast<int>(perThread) - kPanelMaxR<S>;
-    launchPanelR<S, kPanelMaxR<S>, true>(A, lda, m, n, tau, T, ldt, C, stream, rs);
-    return;
-  }
+  const int limit = static_cast<int>(maxRows / (kPanelThreads * kPanelMaxR<S>));
   // Fewest rows per thread that fit the largest cluster: more blocks, less arithmetic each (rowsPerThread > 0 asks
   // for more, for measurements).
   int R = 1;
@@ -658,8 +545,8 @@ void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Ind
   }
 }
 
-template Index householderPanelMaxRows<float>(bool);
-template Index householderPanelMaxRows<double>(bool);
+template Index householderPanelMaxRows<float>();
+template Index householderPanelMaxRows<double>();
 template void launchHouseholderPanel<float>(float*, Index, Index, Index, float*, float*, Index, cudaStream_t, int);
 template void launchHouseholderPanel<double>(double*, Index, Index, Index, double*, double*, Index, cudaStream_t,
                                              int);

@@ -270,7 +270,7 @@ class CudaQRState final : public QRState<S> {
   Index panelKernelRows(Index rows, Index cols) const {
     if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
     if (lookaheadLanes(resolvedPrecision(), rows, cols) > 0) return 0;
-    return kernels::householderPanelMaxRows<S>(panelKernelSharedRows());
+    return kernels::householderPanelMaxRows<S>();
   }
 
   cudaStream_t stream() const { return m_ctx.stream(); }

@@ -144,9 +144,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   cudaStream_t stream() const { return m_ctx.stream(); }
 
   /// usePanelKernel's row limit (0: the one-kernel panel is not used: TCQR_PANEL_KERNEL=0, or no cluster support).
-  static Index panelKernelRows() {
-    return panelKernelEnabled() ? kernels::householderPanelMaxRows<S>(panelKernelSharedRows()) : 0;
-  }
+  static Index panelKernelRows() { return panelKernelEnabled() ? kernels::householderPanelMaxRows<S>() : 0; }
   /// Whether the first kernel of the computation for rows x cols reads a device input in place (the TSQR tree and
   /// panel); otherwise the input scan copies it into m_a first (the recursion, and the one-kernel panel).
   static bool readsInputInPlace(Index rows, Index cols, unsigned what) {

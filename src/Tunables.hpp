@@ -136,13 +136,6 @@ inline bool panelKernelEnabled() {
   const char* v = std::getenv("TCQR_PANEL_KERNEL");
   return v == nullptr || std::atoi(v) != 0;
 }
-/// Whether the one-kernel panel also takes panels taller than its registers hold, keeping the extra rows in shared
-/// memory (up to 40960 rows in float and 20480 in double on the H100; kernels::householderPanelMaxRows).
-/// TCQR_PANEL_SHARED_ROWS=0 keeps those panels on TSQR (for measurements).
-inline bool panelKernelSharedRows() {
-  const char* v = std::getenv("TCQR_PANEL_SHARED_ROWS");
-  return v == nullptr || std::atoi(v) != 0;
-}
 inline int panelKernelRowsPerThread() {
   const char* v = std::getenv("TCQR_PANEL_ROWS_PER_THREAD");
   return v ? std::max(0, std::atoi(v)) : 0;

@@ -65,17 +65,16 @@ void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, 
                        bool hasBottom, cudaStream_t stream);
 
 /// Most rows launchHouseholderPanel takes on the current device (0: none, before sm_90 or when no cluster of the
-/// kernel's blocks fits). Cached per device. sharedRows: with the rows the kernel keeps in shared memory beyond its
-/// registers (on the H100 40960 rows in float and 20480 in double, against 16384 and 8192 in registers alone).
+/// kernel's blocks fits). Cached per device.
 template <typename S>
-Index householderPanelMaxRows(bool sharedRows);
+Index householderPanelMaxRows();
 
-/// Householder QR of the panel A (m x n, n <= 32, n <= m <= householderPanelMaxRows(true)) in place, Eigen's
-/// convention (as launchColumnReflector per column: R on and above the diagonal, essential parts below, tau = 0 for a tail of
+/// Householder QR of the panel A (m x n, n <= 32, n <= m <= householderPanelMaxRows) in place, Eigen's convention (as
+/// launchColumnReflector per column: R on and above the diagonal, essential parts below, tau = 0 for a tail of
 /// squared norm at most the smallest normal number), its n coefficients to tau, and T (n x n, upper triangular, zeros
 /// below the diagonal) with H_0 ... H_{n-1} = I - Y T Y^T. One launch of one thread-block cluster
 /// (kernels/panel_kernels.cu). rowsPerThread (1, 2 or 4 in float, 1 or 2 in double; 0: the fewest that fit) picks
-/// the block count, for measurements, of panels the registers hold; taller ones use the largest cluster.
+/// the block count, for measurements.
 template <typename S>
 void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
                             int rowsPerThread = 0);
