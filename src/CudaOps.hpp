@@ -617,9 +617,26 @@ inline Index convertedBytes(Precision mode, Index rows, Index cols) {
   return (kernels::paddedRows(rows) * cols * conversionElementBytes(mode) + 255) / 256 * 256;
 }
 
+/// EXPERIMENT: TCQR_X3_HALF=1 runs TF32x3's three products on FP16 planes (hi = fp16(x), lo = fp16((x - hi) 2^11))
+/// with FP16 tensor cores, the columns scaled as in FP16.
+inline bool x3Half() {
+  static const bool on = [] {
+    const char* v = std::getenv("TCQR_X3_HALF");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+constexpr float kX3HalfLoScale = 2048.0f;
+
 /// Converts X into `w` (convertedBytes(mode, X.rows, X.cols) bytes) for `mode`.
 inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream) {
   const Index ld = kernels::paddedRows(X.rows);
+  if (mode == Precision::TF32x3 && x3Half()) {
+    const Index half = convertedBytes(mode, X.rows, X.cols) / 2;  // (room for FP32 planes; FP16 planes use half of it)
+    kernels::launchSplitHalf(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(w),
+                             reinterpret_cast<__half*>(w + half), stream);
+    return {w, w + half, ld, 2};
+  }
   if (mode == Precision::TF32x3) {
     const Index half = convertedBytes(mode, X.rows, X.cols) / 2;  // hi and lo: ld * cols floats each
     kernels::launchSplitTf32(X.p, X.ld, X.rows, X.cols, reinterpret_cast<float*>(w), reinterpret_cast<float*>(w + half),
@@ -672,19 +689,21 @@ inline bool x3TnCorrectionsWhole() {
 inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, Index m, Index n, Index k, float alpha,
                              const ConvertedOperand& A, const ConvertedOperand& B, float beta, float* C, Index ldc) {
   const bool x3 = mode == Precision::TF32x3;
-  const cudaDataType type = x3 ? CUDA_R_32F : (mode == Precision::FP16 ? CUDA_R_16F : CUDA_R_16BF);
-  const cublasComputeType_t compute = x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const bool x3h = x3 && x3Half();
+  const cudaDataType type = x3h ? CUDA_R_16F : x3 ? CUDA_R_32F : (mode == Precision::FP16 ? CUDA_R_16F : CUDA_R_16BF);
+  const cublasComputeType_t compute = x3 && !x3h ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const float one = 1.0f;
-  auto product = [&](const char* a, const char* b, Index kk, const float* bt) {
-    TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), m, n, kk, &alpha, a, type, A.ld, b, type, B.ld, bt, C,
-                               CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+  const float alphaLo = x3h ? alpha / kX3HalfLoScale : alpha;
+  auto product = [&](const char* a, const char* b, Index kk, const float* bt, const float* al = nullptr) {
+    TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), m, n, kk, al ? al : &alpha, a, type, A.ld, b, type, B.ld, bt,
+                               C, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
   };
   if (!x3) {
     product(A.hi, B.hi, k, &beta);
     return;
   }
-  product(A.lo, B.hi, k, &beta);
-  product(A.hi, B.lo, k, &one);
+  product(A.lo, B.hi, k, &beta, &alphaLo);
+  product(A.hi, B.lo, k, &one, &alphaLo);
   const Index chunk = x3HiHiChunk() > 0 ? x3HiHiChunk() : k;
   for (Index k0 = 0; k0 < k; k0 += chunk) {
     // (A chunk of the inner dimension: columns of op(A) = A, rows of op(A) = A^T; the other way round for B.)
@@ -715,23 +734,26 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     // like FP32's (see kAccumChunk). The two correction products, 2^-11 smaller, drift 2^-11 less and go straight
     // into C over the whole inner dimension, so only one product writes the partials and the reduction alone reads
     // them back (see x3TnCorrectionsWhole).
-    auto tn = [&](const char* pa, const char* pb, Index nc, Index kr, const float* bt, float* out, Index ldo) {
-      TCQR_CHECK(cublasGemmEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kr, &alpha, pa, CUDA_R_32F, a.ld, pb,
-                                 CUDA_R_32F, b.ld, bt, out, CUDA_R_32F, ldo, CUBLAS_COMPUTE_32F_FAST_TF32,
-                                 CUBLAS_GEMM_DEFAULT));
+    const bool x3h = x3Half();
+    const cudaDataType type = x3h ? CUDA_R_16F : CUDA_R_32F;
+    const cublasComputeType_t compute = x3h ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    const float alphaLo = x3h ? alpha / kX3HalfLoScale : alpha;
+    auto tn = [&](const char* pa, const char* pb, Index nc, Index kr, const float* bt, float* out, Index ldo,
+                  const float* al) {
+      TCQR_CHECK(cublasGemmEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kr, al, pa, type, a.ld, pb, type, b.ld, bt,
+                                 out, CUDA_R_32F, ldo, compute, CUBLAS_GEMM_DEFAULT));
     };
     const float one = 1.0f;
-    tn(a.lo, b.hi, C.cols, kk, &beta, C.p, C.ld);
-    tn(a.hi, b.lo, C.cols, kk, &one, C.p, C.ld);
+    tn(a.lo, b.hi, C.cols, kk, &beta, C.p, C.ld, &alphaLo);
+    tn(a.hi, b.lo, C.cols, kk, &one, C.p, C.ld, &alphaLo);
     auto batched = [&](Index c0, Index nc, Index kc, Index batch, float* P) {
       const float zero = 0.0f;
-      TCQR_CHECK(cublasGemmStridedBatchedEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kc, &one, a.hi, CUDA_R_32F,
-                                               a.ld, kc, b.at(0, c0).hi, CUDA_R_32F, b.ld, kc, &zero, P, CUDA_R_32F,
-                                               C.rows, C.rows * nc, batch, CUBLAS_COMPUTE_32F_FAST_TF32,
-                                               CUBLAS_GEMM_DEFAULT));
+      TCQR_CHECK(cublasGemmStridedBatchedEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kc, &one, a.hi, type, a.ld,
+                                               kc, b.at(0, c0).hi, type, b.ld, kc, &zero, P, CUDA_R_32F, C.rows,
+                                               C.rows * nc, batch, compute, CUBLAS_GEMM_DEFAULT));
     };
     auto plain = [&](Index c0, Index nc, Index k0, Index kr, float bt) {
-      tn(a.at(k0, 0).hi, b.at(k0, c0).hi, nc, kr, &bt, C.p + c0 * C.ld, C.ld);
+      tn(a.at(k0, 0).hi, b.at(k0, c0).hi, nc, kr, &bt, C.p + c0 * C.ld, C.ld, &alpha);
     };
     gemmChunkedTN(C.rows, C.cols, kk, alpha, 1.0f, C.p, C.ld, batched, plain);  // (true: chunksTN holds)
     return;
