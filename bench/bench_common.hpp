@@ -394,8 +394,8 @@ inline std::vector<std::string> splitList(const std::string& s) {
 
 /// Every precision mode, in the order the programs list them (float modes, then double modes).
 inline const std::vector<tcqr::Precision> kAllModes = {
-    tcqr::Precision::FP32, tcqr::Precision::TF32x3, tcqr::Precision::TF32,        tcqr::Precision::FP16,
-    tcqr::Precision::BF16, tcqr::Precision::FP64,   tcqr::Precision::FP64Emulated};
+    tcqr::Precision::FP32, tcqr::Precision::TF32x3, tcqr::Precision::FP16x3, tcqr::Precision::TF32,
+    tcqr::Precision::FP16, tcqr::Precision::BF16,   tcqr::Precision::FP64,   tcqr::Precision::FP64Emulated};
 
 /// A mode of kAllModes as tcqr::precisionName() spells it, case-insensitive ("Default" is not accepted here).
 inline bool parseModeName(std::string s, tcqr::Precision& p) {

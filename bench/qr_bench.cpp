@@ -103,7 +103,7 @@ void usage(const char* argv0) {
       "  --no-errors       skip the error measurements (columns left NaN)\n"
       "  --block-size NB   TensorCoreHouseholderQR::setBlockSize(NB) (default 0: library default)\n"
       "  --panel P         TensorCoreHouseholderQR::setPanel: auto (default), geqrf or tsqr\n"
-      "  --mode LIST       comma-separated precision modes: FP32,TF32x3,TF32,FP16,BF16 (float rows), FP64,\n"
+      "  --mode LIST       comma-separated precision modes: FP32,TF32x3,FP16x3,TF32,FP16,BF16 (float rows), FP64,\n"
       "                    FP64Emulated (double rows), 'default' (the library default of each precision) or 'all'\n"
       "                    (default: default). Each row runs in every listed mode that applies to its precision; a\n"
       "                    precision none applies to is skipped. The cuSOLVER baseline is measured once per shape\n"

@@ -269,7 +269,8 @@ int main(int argc, char** argv) try {
   CHECK(cublasSetStream(blas, stream));
   for (Index n : o.sizes) {
     const Problem prob = makeProblem(n, blas);
-    for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
+    for (Precision p :
+         {Precision::FP32, Precision::TF32x3, Precision::FP16x3, Precision::TF32, Precision::FP16, Precision::BF16})
       run<float>(o, prob, p, blas, stream, card, date);
     run<double>(o, prob, Precision::FP64, blas, stream, card, date);
   }

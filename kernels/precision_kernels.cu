@@ -95,10 +95,9 @@ __global__ void splitTf32Kernel(const float* __restrict__ A, Index lda, Index ro
   }
 }
 
-/// EXPERIMENT (TCQR_X3_HALF=1): TF32x3's split into FP16 planes, hi = fp16(x) and lo = fp16((x - hi) 2^11) (scaled so
-/// that it stays a normal FP16 number; the products with lo are scaled back by alpha).
+/// FP16x3's split: hi = fp16(x), lo = fp16((x - hi) loScale) (x - hi is exact in FP32).
 __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, __half* __restrict__ hi,
-                                __half* __restrict__ lo, Index ldo) {
+                                __half* __restrict__ lo, Index ldo, float loScale) {
   const Index groups = ldo / kRowsPerThread, total = groups * cols;
   for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
     const Index j = idx / groups, i = (idx - j * groups) * kRowsPerThread;
@@ -109,7 +108,7 @@ __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index ro
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
       h[r] = __float2half_rn(v[r]);
-      l[r] = __float2half_rn((v[r] - __half2float(h[r])) * 2048.0f);
+      l[r] = __float2half_rn((v[r] - __half2float(h[r])) * loScale);
     }
     *reinterpret_cast<uint4*>(hi + i + j * ldo) = *reinterpret_cast<const uint4*>(h);
     *reinterpret_cast<uint4*>(lo + i + j * ldo) = *reinterpret_cast<const uint4*>(l);
@@ -285,10 +284,12 @@ void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* h
   TCQR_CHECK_LAUNCH("splitTf32Kernel");
 }
 
-void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, cudaStream_t stream) {
+void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, float loScale,
+                     cudaStream_t stream) {
   const Index ldo = paddedRows(rows);
   if (ldo * cols == 0) return;
-  splitHalfKernel<<<gridFor(ldo / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo);
+  splitHalfKernel<<<gridFor(ldo / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo,
+                                                                                 loScale);
   TCQR_CHECK_LAUNCH("splitHalfKernel");
 }
 

@@ -23,6 +23,7 @@ const char* precisionName(Precision p) noexcept {
     case Precision::BF16: return "BF16";
     case Precision::FP64: return "FP64";
     case Precision::FP64Emulated: return "FP64Emulated";
+    case Precision::FP16x3: return "FP16x3";
   }
   return "?";
 }

@@ -156,10 +156,11 @@ struct LastRowRecord {
   }
 };
 
-/// Bytes one converted element of an operand takes in `mode` (TF32x3 keeps two FP32 parts).
+/// Bytes one converted element of an operand takes in `mode` (TF32x3 keeps two FP32 parts, FP16x3 two FP16 parts).
 inline Index conversionElementBytes(Precision mode) {
   switch (mode) {
     case Precision::TF32x3: return 2 * sizeof(float);
+    case Precision::FP16x3: return 2 * 2;
     case Precision::FP16:
     case Precision::BF16: return 2;
     default: return 0;
@@ -360,7 +361,7 @@ struct CudaOps {
     }
     const auto t = traced(gemmLabel(ta, tb, C.rows, C.cols, k), gemmFlops(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default ||
-        (mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, k))) {
+        (errorCorrected(mode) && x3ProductInFp32(C.rows, C.cols, k))) {
       if (ta == Op::T && tb == Op::N) {
         auto batched = [&](Index c0, Index nc, Index kc, Index batch, S* P) {
           Blas<S>::gemmStridedBatchedTN(blas, C.rows, nc, kc, A.p, A.ld, kc, B.p + c0 * B.ld, B.ld, kc, P, C.rows,
@@ -457,14 +458,14 @@ struct CudaOps {
 
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     const auto t = traced("trmmLowerAcc", double(L.rows) * double(L.rows) * double(Z.cols));
-    // (TF32x3 with a narrow triangle or few columns: each block product then runs in FP32, see x3ProductInFp32.)
-    if (!convertsOperands() || (mode == Precision::TF32x3 && x3ProductInFp32(L.rows, Z.cols, L.rows))) {
+    // (TF32x3/FP16x3 with a narrow triangle or few columns: each block product then runs in FP32, x3ProductInFp32.)
+    if (!convertsOperands() || (errorCorrected(mode) && x3ProductInFp32(L.rows, Z.cols, L.rows))) {
       trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);
       return;
     }
     trmmConverted(opL, alpha, L, Z, C, cutoff, scheme);
   }
-  /// True for the modes whose GEMMs convert their operands (TF32x3, FP16, BF16).
+  /// True for the modes whose GEMMs convert their operands (TF32x3, FP16x3, FP16, BF16).
   bool convertsOperands() const { return conversionElementBytes(mode) > 0; }
 
   // The conversion workspace is free before the first GEMM of a factorization; it holds the column maxima and sums.
@@ -617,24 +618,18 @@ inline Index convertedBytes(Precision mode, Index rows, Index cols) {
   return (kernels::paddedRows(rows) * cols * conversionElementBytes(mode) + 255) / 256 * 256;
 }
 
-/// EXPERIMENT: TCQR_X3_HALF=1 runs TF32x3's three products on FP16 planes (hi = fp16(x), lo = fp16((x - hi) 2^11))
-/// with FP16 tensor cores, the columns scaled as in FP16.
-inline bool x3Half() {
-  static const bool on = [] {
-    const char* v = std::getenv("TCQR_X3_HALF");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
-  return on;
-}
-constexpr float kX3HalfLoScale = 2048.0f;
+/// FP16x3's low part is fp16((x - hi) 2^11): |x - hi| is at most 2^-11 |x|, so scaled it keeps FP16's full 11 bits
+/// where unscaled it would fall into FP16's subnormals (below 6.1e-5) for every |x| below about 0.1. The two
+/// products with a low part are scaled back through alpha (exact: a power of two).
+constexpr float kFp16x3LoScale = 2048.0f;
 
 /// Converts X into `w` (convertedBytes(mode, X.rows, X.cols) bytes) for `mode`.
 inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream) {
   const Index ld = kernels::paddedRows(X.rows);
-  if (mode == Precision::TF32x3 && x3Half()) {
-    const Index half = convertedBytes(mode, X.rows, X.cols) / 2;  // (room for FP32 planes; FP16 planes use half of it)
+  if (mode == Precision::FP16x3) {
+    const Index half = convertedBytes(mode, X.rows, X.cols) / 2;  // hi and lo: ld * cols halves each
     kernels::launchSplitHalf(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(w),
-                             reinterpret_cast<__half*>(w + half), stream);
+                             reinterpret_cast<__half*>(w + half), kFp16x3LoScale, stream);
     return {w, w + half, ld, 2};
   }
   if (mode == Precision::TF32x3) {
@@ -683,17 +678,24 @@ inline bool x3TnCorrectionsWhole() {
   return whole;
 }
 
+/// The cuBLAS type of a converted operand, and the compute type of its products.
+inline cudaDataType convertedType(Precision mode) {
+  return mode == Precision::TF32x3 ? CUDA_R_32F : mode == Precision::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+inline cublasComputeType_t convertedCompute(Precision mode) {
+  return mode == Precision::TF32x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 /// C (m x n, FP32) = alpha op(A) op(B) + beta C on converted operands: one tensor-core product, or for TF32x3 three
 /// (lo*hi, hi*lo, hi*hi, smallest first; each exact in TF32 x TF32, accumulated in FP32; hi*hi in chunks of the inner
 /// dimension, see kX3HiHiChunk).
 inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, Index m, Index n, Index k, float alpha,
                              const ConvertedOperand& A, const ConvertedOperand& B, float beta, float* C, Index ldc) {
-  const bool x3 = mode == Precision::TF32x3;
-  const bool x3h = x3 && x3Half();
-  const cudaDataType type = x3h ? CUDA_R_16F : x3 ? CUDA_R_32F : (mode == Precision::FP16 ? CUDA_R_16F : CUDA_R_16BF);
-  const cublasComputeType_t compute = x3 && !x3h ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const bool x3 = errorCorrected(mode);
+  const cudaDataType type = convertedType(mode);
+  const cublasComputeType_t compute = convertedCompute(mode);
   const float one = 1.0f;
-  const float alphaLo = x3h ? alpha / kX3HalfLoScale : alpha;
+  const float alphaLo = mode == Precision::FP16x3 ? alpha / kFp16x3LoScale : alpha;
   auto product = [&](const char* a, const char* b, Index kk, const float* bt, const float* al = nullptr) {
     TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), m, n, kk, al ? al : &alpha, a, type, A.ld, b, type, B.ld, bt,
                                C, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
@@ -728,16 +730,14 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
   const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
   char* w = conversion->reserve(bytesA + bytesB, stream);
   const ConvertedOperand a = convertOperand(mode, A, w, stream), b = convertOperand(mode, B, w + bytesA, stream);
-  if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() &&
-      chunksTN(C.rows, C.cols, kk)) {
+  if (errorCorrected(mode) && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() && chunksTN(C.rows, C.cols, kk)) {
     // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: the hi*hi product is chunked
     // like FP32's (see kAccumChunk). The two correction products, 2^-11 smaller, drift 2^-11 less and go straight
     // into C over the whole inner dimension, so only one product writes the partials and the reduction alone reads
     // them back (see x3TnCorrectionsWhole).
-    const bool x3h = x3Half();
-    const cudaDataType type = x3h ? CUDA_R_16F : CUDA_R_32F;
-    const cublasComputeType_t compute = x3h ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
-    const float alphaLo = x3h ? alpha / kX3HalfLoScale : alpha;
+    const cudaDataType type = convertedType(mode);
+    const cublasComputeType_t compute = convertedCompute(mode);
+    const float alphaLo = mode == Precision::FP16x3 ? alpha / kFp16x3LoScale : alpha;
     auto tn = [&](const char* pa, const char* pb, Index nc, Index kr, const float* bt, float* out, Index ldo,
                   const float* al) {
       TCQR_CHECK(cublasGemmEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kr, al, pa, type, a.ld, pb, type, b.ld, bt,
@@ -758,19 +758,20 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     gemmChunkedTN(C.rows, C.cols, kk, alpha, 1.0f, C.p, C.ld, batched, plain);  // (true: chunksTN holds)
     return;
   }
-  if (mode == Precision::TF32x3 && ta == Op::T && tb == Op::N) {
+  if (errorCorrected(mode) && ta == Op::T && tb == Op::N) {
     // (TCQR_X3_TN=chunked: all three products go through gemmChunkedTN, each adding into the partials or, for large
     // results, into C; with too few rows or no partials workspace, convertedProduct below.)
     auto batched = [&](Index c0, Index nc, Index kc, Index batch, float* P) {
       const float zero = 0.0f, one = 1.0f;
+      const float lo = mode == Precision::FP16x3 ? 1.0f / kFp16x3LoScale : 1.0f;
       const ConvertedOperand bc = b.at(0, c0);
       const char* lhs[3] = {a.lo, a.hi, a.hi};
       const char* rhs[3] = {bc.hi, bc.lo, bc.hi};
       for (int t = 0; t < 3; ++t)
-        TCQR_CHECK(cublasGemmStridedBatchedEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kc, &one, lhs[t],
-                                                 CUDA_R_32F, a.ld, kc, rhs[t], CUDA_R_32F, b.ld, kc,
-                                                 t == 0 ? &zero : &one, P, CUDA_R_32F, C.rows, C.rows * nc, batch,
-                                                 CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+        TCQR_CHECK(cublasGemmStridedBatchedEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kc, t < 2 ? &lo : &one,
+                                                 lhs[t], convertedType(mode), a.ld, kc, rhs[t], convertedType(mode),
+                                                 b.ld, kc, t == 0 ? &zero : &one, P, CUDA_R_32F, C.rows, C.rows * nc,
+                                                 batch, convertedCompute(mode), CUBLAS_GEMM_DEFAULT));
     };
     auto plain = [&](Index c0, Index nc, Index k0, Index kr, float bt) {
       convertedProduct(blas, mode, Op::T, Op::N, C.rows, nc, kr, alpha, a.at(k0, 0), b.at(k0, c0), bt,

@@ -76,9 +76,9 @@ struct HostOps {
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     const Index inner = (ta == Op::N) ? A.cols : A.rows;
-    const bool x3InFp32 = mode == Precision::TF32x3 && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
+    const bool x3InFp32 = errorCorrected(mode) && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
     if (std::is_same<S, float>::value && !x3InFp32 &&
-        (mode == Precision::TF32 || mode == Precision::TF32x3 || mode == Precision::FP16 || mode == Precision::BF16)) {
+        (mode == Precision::TF32 || errorCorrected(mode) || mode == Precision::FP16 || mode == Precision::BF16)) {
       const bool tf32 = narrowAsTf32 && halfNarrowInTf32(mode, C.rows, C.cols, inner);
       gemmRounded(tf32 ? Precision::TF32 : mode, ta, tb, alpha, A, B, beta, C);
       return;
@@ -166,7 +166,8 @@ struct HostOps {
   }
 
   // The GPU modes on the host: operands rounded entrywise as the tensor cores consume them, products accumulated in
-  // S. TF32x3 sums lo*hi + hi*lo + hi*hi with hi = tf32(x) and lo = tf32(x - hi), as kernels/precision_kernels.cu.
+  // S. TF32x3 sums lo*hi + hi*lo + hi*hi with hi = tf32(x) and lo = tf32(x - hi), FP16x3 the same with hi = fp16(x)
+  // and lo = fp16((x - hi) 2^11), its lo products scaled by 2^-11, as kernels/precision_kernels.cu.
   void gemmRounded(Precision rounding, Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;
     const Index inner = (ta == Op::N) ? A.cols : A.rows;
@@ -183,6 +184,11 @@ struct HostOps {
           switch (rounding) {
             case Precision::FP16: v = roundFp16(x); break;
             case Precision::BF16: v = roundBf16(x); break;
+            case Precision::FP16x3: {  // (as kernels::launchSplitHalf with CudaOps' kFp16x3LoScale)
+              const float hi = roundFp16(x);
+              v = part == 0 ? hi : roundFp16((x - hi) * 2048.0f);
+              break;
+            }
             default: {
               const float hi = roundTf32(x);
               v = part == 0 ? hi : roundTf32(x - hi);
@@ -192,19 +198,20 @@ struct HostOps {
         }
       return r;
     };
-    auto product = [&](const Mat& a, const Mat& b, S bet) {
+    auto product = [&](const Mat& a, const Mat& b, S bet, S al) {
       View<S> av(const_cast<S*>(a.data()), a.rows(), a.cols(), a.rows());
       View<S> bv(const_cast<S*>(b.data()), b.rows(), b.cols(), b.rows());
-      gemmExact(ta, tb, alpha, av, bv, bet, C);
+      gemmExact(ta, tb, al, av, bv, bet, C);
     };
     const Mat aHi = rounded(A, 0), bHi = rounded(B, 0);
-    if (rounding == Precision::TF32x3) {
+    if (errorCorrected(rounding)) {
       const Mat aLo = rounded(A, 1), bLo = rounded(B, 1);
-      product(aLo, bHi, beta);
-      product(aHi, bLo, S(1));
-      product(aHi, bHi, S(1));
+      const S alphaLo = rounding == Precision::FP16x3 ? alpha / S(2048) : alpha;  // (exact)
+      product(aLo, bHi, beta, alphaLo);
+      product(aHi, bLo, S(1), alphaLo);
+      product(aHi, bHi, S(1), alpha);
     } else {
-      product(aHi, bHi, beta);
+      product(aHi, bHi, beta, alpha);
     }
   }
 

@@ -22,6 +22,11 @@ constexpr std::ptrdiff_t kCudaBlockSize = 64;
 enum class TrmmScheme { Recursive, BlockRows };
 /// A scheme and its size: for Recursive, triangles of at most `cutoff` rows are multiplied as full blocks; for
 /// BlockRows, `cutoff` is the block-row height. Either way a triangle of at most `cutoff` rows is one full product.
+/// The error-corrected modes: three tensor-core products per GEMM on split operands (TF32x3: TF32 planes; FP16x3:
+/// FP16 planes, the low one scaled by 2^11). They share every tuning below that names TF32x3.
+inline bool errorCorrected(Precision mode) { return mode == Precision::TF32x3 || mode == Precision::FP16x3; }
+/// The modes whose products see FP16 operands and therefore scale the columns of A to unit norm first (HPDC'20 §3.5).
+inline bool scalesColumns(Precision mode) { return mode == Precision::FP16 || mode == Precision::FP16x3; }
 struct TrmmPlan {
   TrmmScheme scheme;
   std::ptrdiff_t cutoff;
@@ -34,6 +39,7 @@ struct TrmmPlan {
 inline TrmmPlan trmmPlan(Precision mode) {
   switch (mode) {
     case Precision::TF32x3:
+    case Precision::FP16x3:
     case Precision::TF32:
     case Precision::FP16:
     case Precision::BF16: return {TrmmScheme::BlockRows, 1024};
@@ -68,7 +74,8 @@ inline std::ptrdiff_t maxMergedCols(Precision mode, std::ptrdiff_t rows) {
     case Precision::FP16:
     case Precision::BF16: return 2048;
     case Precision::TF32:
-    case Precision::TF32x3: return 1024;
+    case Precision::TF32x3:
+    case Precision::FP16x3: return 1024;
     default: return rows >= 262144 ? 128 : rows >= 65536 ? 256 : 512;  // FP32, FP64, FP64Emulated
   }
 }

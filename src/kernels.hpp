@@ -158,8 +158,10 @@ void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T
 /// hi + lo = A to within 2^-22 relative: hi = A rounded to TF32, lo = (A - hi) rounded to TF32; both padded like
 /// launchConvertFromFloat. `hi` and `lo` must be 16-byte aligned.
 void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream);
-/// EXPERIMENT: hi = fp16(x), lo = fp16((x - hi) 2^11), packed like launchConvertFromFloat.
-void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, cudaStream_t stream);
+/// FP16x3's split of A into hi = fp16(x) and lo = fp16((x - hi) loScale), packed as launchConvertFromFloat. `hi` and
+/// `lo` must be 16-byte aligned.
+void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, float loScale,
+                     cudaStream_t stream);
 
 /// d_j = 2^-e_j with 2^(e_j - 1) <= ||A(:, j)||_2 < 2^e_j (1 for a zero or non-finite column). `work`: 16 * cols
 /// bytes of device memory, 8-byte aligned.

@@ -46,6 +46,10 @@ enum class Panel { Auto, Geqrf, Tsqr };
 /// - FP32: cuBLAS SGEMM, no tensor cores.
 /// - TF32x3: each operand is split into a TF32 high part and a TF32 low part, and three tensor-core products are
 ///   summed (hi*hi + hi*lo + lo*hi); FP32 accuracy at tensor-core speed.
+/// - FP16x3: the same three products on FP16 tensor cores: hi = fp16(x), lo = fp16((x - hi) 2^11) (the low part
+///   scaled so that it stays a normal FP16 number; its products are scaled back), with FP16's column scaling against
+///   overflow. FP16 tensor cores run about twice as fast as TF32 ones, and on the H100 this mode was also the more
+///   accurate of the two error-corrected modes (README.md).
 /// - TF32: one TF32 tensor-core product (10-bit mantissa operands, FP32 accumulation).
 /// - FP16, BF16: operands converted to half precision, FP32 accumulation. With FP16 the columns of A are first scaled
 ///   by powers of two to unit norm (exact; R is scaled back), so no intermediate overflows (HPDC'20 §3.5).
@@ -55,13 +59,13 @@ enum class Panel { Auto, Geqrf, Tsqr };
 ///   (CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT). Slower than native FP64 on Hopper; meant for GPUs with weak FP64.
 /// On the GPU the products that run over all rows of the matrix (W^T A and Y^T W in the recursion, the first product
 /// of solve() and of householderQ()) are summed in chunks of at least 256 rows, partial products added in double, in
-/// FP32, FP64 and TF32x3: one GEMM's running sum over thousands of rows was the largest error of the factorization.
-/// Default: FP32 for float, FP64 for double. TF32x3 is not the float default because it misses FP32 accuracy on the
-/// H100 (tensor cores do not round their FP32 sums to nearest): measured backward error 6.4e-6 at 4096^2 against
-/// 1.5e-6 for FP32, and it is not faster (README.md has the measurements). The Host backend emulates each mode's
-/// rounding (operands rounded to TF32/FP16/BF16 before an FP32 product), so every mode can be tested without a GPU.
+/// FP32, FP64, TF32x3 and FP16x3: one GEMM's running sum over thousands of rows was the largest error of the
+/// factorization. Default: FP32 for float, FP64 for double; the error-corrected modes stay within FP32's accuracy
+/// bound at 4096^2 on the H100 but have 1.4-2.2x FP32's backward error there, and are slower than FP32 on some shapes
+/// (README.md has the measurements). The Host backend emulates each mode's rounding (operands rounded to
+/// TF32/FP16/BF16 before an FP32 product), so every mode can be tested without a GPU.
 /// Measured accuracy and speed of each mode: README.md.
-enum class Precision { Default, FP32, TF32x3, TF32, FP16, BF16, FP64, FP64Emulated };
+enum class Precision { Default, FP32, TF32x3, TF32, FP16, BF16, FP64, FP64Emulated, FP16x3 };
 
 /// Human-readable name ("FP32", "TF32x3", ...).
 const char* precisionName(Precision p) noexcept;

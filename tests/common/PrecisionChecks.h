@@ -37,7 +37,7 @@ using tcqr::Precision;
 template <typename Scalar>
 std::vector<Precision> modesOf() {
   if (std::is_same<Scalar, double>::value) return {Precision::FP64, Precision::FP64Emulated};
-  return {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16};
+  return {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16, Precision::FP16x3};
 }
 
 struct ModeBounds {
@@ -52,7 +52,8 @@ inline ModeBounds modeBounds(Precision p) {
     case Precision::FP64:
     case Precision::FP64Emulated: return {2.5e-15, 2.5e-16};
     case Precision::FP32:
-    case Precision::TF32x3: return {1.9e-6, 6.3e-7};
+    case Precision::TF32x3:
+    case Precision::FP16x3: return {1.9e-6, 6.3e-7};
     case Precision::TF32:
     case Precision::FP16: return {6.4e-4, 9.3e-5};
     case Precision::BF16: return {8 * 6.4e-4, 8 * 9.3e-5};
@@ -225,7 +226,7 @@ void modeBoundsSuite(Backend backend, const std::vector<std::pair<Index, Index>>
 
 /// Each mode really changes the arithmetic: on the same matrix, TF32, FP16 and BF16 are at least 30x less accurate
 /// than FP32 (the unit roundoffs differ by 2^13 and 2^16), BF16 at least 2x less than TF32 and FP16 (2^3), and
-/// TF32x3 stays within 4x of FP32. Float only (the double modes are both FP64-accurate).
+/// TF32x3 and FP16x3 stay within 4x of FP32. Float only (the double modes are both FP64-accurate).
 inline void modesDifferSuite(Backend backend, Index m, Index n) {
   using M = Mat<float>;
   const M A = conditionedMatrix<float>(m, n, Spectrum::Geometric, 1e4);
@@ -237,9 +238,9 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
     return e;
   };
   const QRErrors fp32 = errors(Precision::FP32), x3 = errors(Precision::TF32x3), tf32 = errors(Precision::TF32),
-                 fp16 = errors(Precision::FP16), bf16 = errors(Precision::BF16);
+                 fp16 = errors(Precision::FP16), bf16 = errors(Precision::BF16), h3 = errors(Precision::FP16x3);
   INFO("backward FP32 " << fp32.backward << ", TF32x3 " << x3.backward << ", TF32 " << tf32.backward << ", FP16 "
-                        << fp16.backward << ", BF16 " << bf16.backward);
+                        << fp16.backward << ", BF16 " << bf16.backward << ", FP16x3 " << h3.backward);
   CHECK(tf32.backward >= 30 * fp32.backward);
   CHECK(fp16.backward >= 30 * fp32.backward);
   CHECK(bf16.backward >= 30 * fp32.backward);
@@ -247,8 +248,10 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
   CHECK(bf16.backward >= 2 * fp16.backward);
   const double x3Factor = 4.0;  // (H100, 4096^2 table: 2.2-2.4x; see modeBounds(p, backend))
   CHECK(x3.backward <= x3Factor * fp32.backward);
+  CHECK(h3.backward <= x3Factor * fp32.backward);
   CHECK(tf32.orth >= 30 * fp32.orth);
   CHECK(x3.orth <= x3Factor * fp32.orth);
+  CHECK(h3.orth <= x3Factor * fp32.orth);
 }
 
 /// FP16's column scaling near the ends of the float range: column norms from 1e-37 (entries below FLT_MIN, subnormal)
@@ -371,7 +374,7 @@ void precisionApiSuite(Backend backend) {
   CHECK(qr.setPrecision(Precision::Default).precision() == (isDouble ? Precision::FP64 : Precision::FP32));
   const std::vector<Precision> others =
       isDouble ? std::vector<Precision>{Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16,
-                                        Precision::BF16}
+                                        Precision::BF16, Precision::FP16x3}
                : std::vector<Precision>{Precision::FP64, Precision::FP64Emulated};
   const Precision own = modesOf<Scalar>().back();
   qr.setPrecision(own);

@@ -83,6 +83,7 @@ TEST_CASE("precision names and applicability") {
   using tcqr::precisionSupported;
   using tcqr::resolvePrecision;
   CHECK(std::string(tcqr::precisionName(Precision::TF32x3)) == "TF32x3");
+  CHECK(std::string(tcqr::precisionName(Precision::FP16x3)) == "FP16x3");
   CHECK(std::string(tcqr::precisionName(Precision::FP64Emulated)) == "FP64Emulated");
   CHECK(resolvePrecision(Precision::Default, false) == Precision::FP32);
   CHECK(resolvePrecision(Precision::Default, true) == Precision::FP64);
@@ -104,7 +105,7 @@ TEST_CASE("precision names and applicability") {
 // keeps CI short. (FP32's recursive TRMM: test_householder_qr.cpp.)
 TEST_CASE("[Host] the TRMM path in the reduced modes") {
   TCQR_RANDOM_SEED();
-  for (Precision p : {Precision::TF32x3, Precision::FP16}) {
+  for (Precision p : {Precision::TF32x3, Precision::FP16, Precision::FP16x3}) {
     INFO("mode " << tcqr_test::modeString(p));
     tcqr_test::checkModeBounds<float>(tcqr_test::uniformMatrix<float>(2200, 2100), Backend::Host, p);
   }
@@ -148,14 +149,17 @@ TEST_CASE("[Host] FP16 and BF16 run narrow products as TF32, the others in their
   }
 }
 
-TEST_CASE("[Host] TF32x3 runs memory-bound products in FP32, the others on the emulated tensor cores") {
+TEST_CASE_TEMPLATE("[Host] TF32x3 and FP16x3 run memory-bound products in FP32, the others on the emulated tensor cores",
+                   Mode, std::integral_constant<Precision, Precision::TF32x3>,
+                   std::integral_constant<Precision, Precision::FP16x3>) {
   TCQR_RANDOM_SEED();
   using tcqr::detail::Op;
   using tcqr::detail::View;
   using M = Eigen::MatrixXf;
   tcqr::detail::HostOps<float> x3, fp32;
-  x3.mode = Precision::TF32x3;
+  x3.mode = Mode::value;
   fp32.mode = Precision::FP32;
+  INFO("mode " << tcqr_test::modeString(Mode::value));
   const Index big = tcqr::detail::kX3Fp32MaxDim + 36;
   struct Shape {
     Index m, n, k;
