@@ -325,7 +325,7 @@ class CudaQRState final : public QRState<S> {
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
       if (partialBytes > 0) m_partials.buffer.reserve(partialBytes);
       m_ctx.reserveLanes(lanes, convBytes, partialBytes);
-      if (scalesColumns(resolvedPrecision())) m_colScale.reserve(std::max<Index>(cols, 1));
+      if (scalesColumns(resolvedPrecision(), cols)) m_colScale.reserve(std::max<Index>(cols, 1));
       m_lastRow.reserve(cols, stream());
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {
         size_t dBytes = 0, hBytes = 0;
@@ -381,7 +381,7 @@ class CudaQRState final : public QRState<S> {
     // was queued on the stream before it).
     std::vector<char> identity;
     // FP16, FP16x3: power-of-two column scaling against overflow (see factor()).
-    S* colScale = scalesColumns(ops.mode) ? m_colScale.get() : nullptr;
+    S* colScale = scalesColumns(ops.mode, m_cols) ? m_colScale.get() : nullptr;
     bool scaled = false;
     if (srcPanel) {
       TCQR_CHECK(cudaMemsetAsync(m_lastRow.device.get(), 0, sizeof(std::uint32_t) * k, stream()));

@@ -39,7 +39,7 @@ class HostQRState final : public QRState<S> {
     HostOps<S> ops;
     ops.mode = resolvePrecision(m_precision, std::is_same<S, double>::value);
     ops.maxMergedCols = hostMaxMergedCols(ops.mode, rows);
-    std::vector<S> colScale(scalesColumns(ops.mode) ? static_cast<size_t>(cols) : 0);
+    std::vector<S> colScale(scalesColumns(ops.mode, cols) ? static_cast<size_t>(cols) : 0);
     std::vector<char> identity;  // columns whose tau must be 0, which a TSQR leaf cannot give (Algorithms.hpp)
     if (anyTsqrLeaf(panelKind(), rows, k, nb())) identity = hostIdentityReflectorColumns(viewA());
     m_t.assign(static_cast<size_t>(k * k), S(0));

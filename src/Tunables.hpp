@@ -25,8 +25,6 @@ enum class TrmmScheme { Recursive, BlockRows };
 /// The error-corrected modes: three tensor-core products per GEMM on split operands (TF32x3: TF32 planes; FP16x3:
 /// FP16 planes, the low one scaled by 2^11). They share every tuning below that names TF32x3.
 inline bool errorCorrected(Precision mode) { return mode == Precision::TF32x3 || mode == Precision::FP16x3; }
-/// The modes whose products see FP16 operands and therefore scale the columns of A to unit norm first (HPDC'20 §3.5).
-inline bool scalesColumns(Precision mode) { return mode == Precision::FP16 || mode == Precision::FP16x3; }
 struct TrmmPlan {
   TrmmScheme scheme;
   std::ptrdiff_t cutoff;
@@ -99,6 +97,16 @@ constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
 /// Whether TF32x3 runs an (m x n, inner dimension k) product in plain FP32 (see kX3Fp32MaxDim).
 inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
+}
+/// Whether a factorization of a matrix with `cols` columns in `mode` scales the columns of A to unit norm first
+/// (HPDC'20 §3.5): the modes whose products see FP16 operands. FP16x3 runs every product with a side or inner dimension
+/// of at most kX3Fp32MaxDim in FP32, and with at most twice that many columns every product of the factorization has
+/// one (a split of n <= 128 columns leaves a side of at most 64, and so does R12's update of a wide matrix), so it
+/// needs no scaling there. The scaling pass cost FP16x3 4-5% on 128 columns (H100, 8cbd4bd: 2097152 x 128 8.91 ms
+/// against TF32x3's 8.58, 8388608 x 128 33.00 against 31.62; `bench/results/logs/2026-11-27-h100-fp16x3-chunks.log`).
+/// FP16 keeps it at every width: its triangular products stay in FP16 however narrow (CudaOps::trmmConverted).
+inline bool scalesColumns(Precision mode, std::ptrdiff_t cols) {
+  return mode == Precision::FP16 || (mode == Precision::FP16x3 && cols > 2 * kX3Fp32MaxDim);
 }
 /// FP16 and BF16 run the products x3ProductInFp32 names (a side or inner dimension of at most kX3Fp32MaxDim: the
 /// recursion's leaf updates and merges, memory-bound) as TF32 products on their FP32 operands: TF32 has FP16's 10-bit

@@ -254,29 +254,31 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
   CHECK(h3.orth <= x3Factor * fp32.orth);
 }
 
-/// FP16's column scaling near the ends of the float range: column norms from 1e-37 (entries below FLT_MIN, subnormal)
-/// to 1e37 (squares far beyond FLT_MAX; the GPU's scales sum the squares in double, kernels/precision_kernels.cu).
-/// Every column must come back with FP16's relative accuracy: none may overflow, flush to zero, or lose its R.
-inline void fp16RangeEndsCheck(Backend backend) {
+/// The column scaling near the ends of the float range (FP16, and FP16x3 with more than 128 columns: scalesColumns):
+/// column norms from 1e-37 (entries below FLT_MIN, subnormal) to 1e37 (squares far beyond FLT_MAX; the GPU's scales
+/// sum the squares in double, kernels/precision_kernels.cu). Every column must come back with the mode's relative
+/// accuracy: none may overflow, flush to zero, or lose its R.
+inline void fp16RangeEndsCheck(Backend backend, Precision mode = Precision::FP16) {
+  INFO("mode " << doctest::String(tcqr::precisionName(mode)));
   const Mat<float> A = spreadColumnsMatrix<float>(400, 200, 1e-37, 1e37);
   REQUIRE(A.cwiseAbs().minCoeff() < std::numeric_limits<float>::min());  // some entries are subnormal
-  const TCQR<Mat<float>> qr = factorInMode<float>(A, backend, Precision::FP16);
+  const TCQR<Mat<float>> qr = factorInMode<float>(A, backend, mode);
   REQUIRE(qr.info() == Eigen::Success);
   const QRErrors e = measureErrors<float>(A, qr);
   REQUIRE(e.finite);
-  const ModeBounds b = modeBounds(Precision::FP16, qr.activeBackend());
+  const ModeBounds b = modeBounds(mode, qr.activeBackend());
   CHECK(report("orthogonality", e.orth) <= kTestSlack * b.orth);
   CHECK(report("column-relative backward", e.colBackward) <= 2 * kTestSlack * b.backward);
 
   // A column of norm 1e-42, below 2^-127: the power of two that would bring it to [1/2, 1) is not a finite float, so
   // its scale is clamped to 2^127 (a NaN factorization with info() == Success before the clamp). Its scaled entries
-  // are then FP16 subnormals, so that column's relative error is only loosely bounded; the factorization must stay
-  // finite and orthogonal.
+  // are then FP16 subnormals (FP16x3: hi subnormal, lo not), so that column's relative error is only loosely bounded;
+  // the factorization must stay finite and orthogonal.
   Mat<float> B = A;
   B.col(7) = (Eigen::VectorXd::Random(B.rows()) * (1e-42 / std::sqrt(double(B.rows())))).cast<float>();
   REQUIRE(B.col(7).cast<double>().norm() < std::ldexp(1.0, -127));
   REQUIRE(B.col(7).cwiseAbs().maxCoeff() > 0.0f);
-  const TCQR<Mat<float>> tiny = factorInMode<float>(B, backend, Precision::FP16);
+  const TCQR<Mat<float>> tiny = factorInMode<float>(B, backend, mode);
   REQUIRE(tiny.info() == Eigen::Success);
   const QRErrors t = measureErrors<float>(B, tiny);
   REQUIRE(t.finite);

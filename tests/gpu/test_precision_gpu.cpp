@@ -103,9 +103,10 @@ TEST_SUITE("gpu") {
     CHECK(tcqr_test::report("column-relative backward", e.colBackward) <= 2 * tcqr_test::kTestSlack * b.backward);
   }
 
-  TEST_CASE("[Cuda] FP16, column norms spread over 1e-37 .. 1e37") {
+  TEST_CASE("[Cuda] FP16 and FP16x3, column norms spread over 1e-37 .. 1e37") {
     TCQR_RANDOM_SEED();
     tcqr_test::fp16RangeEndsCheck(Backend::Cuda);
+    tcqr_test::fp16RangeEndsCheck(Backend::Cuda, Precision::FP16x3);
   }
 
   // The products of the recursion that run over all m rows (W1^T A2, Y1^T W2) are summed in chunks

@@ -64,9 +64,10 @@ TEST_CASE_TEMPLATE("[Host] column norms spread over 1e-6 .. 1e6", T, float, doub
   tcqr_test::spreadColumnsSuite<T>(Backend::Host, 257, 193);
 }
 
-TEST_CASE("[Host] FP16, column norms spread over 1e-37 .. 1e37") {
+TEST_CASE("[Host] FP16 and FP16x3, column norms spread over 1e-37 .. 1e37") {
   TCQR_RANDOM_SEED();
   tcqr_test::fp16RangeEndsCheck(Backend::Host);
+  tcqr_test::fp16RangeEndsCheck(Backend::Host, Precision::FP16x3);
 }
 
 TEST_CASE_TEMPLATE("[Host] solve() in every precision mode", T, float, double) {
