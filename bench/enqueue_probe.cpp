@@ -96,7 +96,7 @@ int main(int argc, char** argv) try {
       }
       uniform = v == "uniform";
     } else {
-      std::printf("usage: enqueue_probe [--shapes N,N,...] [--modes FP32,TF32x3,TF32,FP16,BF16,FP64,FP64Emulated] [--reps R] "
+      std::printf("usage: enqueue_probe [--shapes N,N,...] [--modes FP32,TF32x3,FP16x3,TF32,FP16,BF16,FP64,FP64Emulated] [--reps R] "
                   "[--dist normal|uniform]\n");
       return a == "--help" ? 0 : 2;
     }

@@ -618,11 +618,6 @@ inline Index convertedBytes(Precision mode, Index rows, Index cols) {
   return (kernels::paddedRows(rows) * cols * conversionElementBytes(mode) + 255) / 256 * 256;
 }
 
-/// FP16x3's low part is fp16((x - hi) 2^11): |x - hi| is at most 2^-11 |x|, so scaled it keeps FP16's full 11 bits
-/// where unscaled it would fall into FP16's subnormals (below 6.1e-5) for every |x| below about 0.1. The two
-/// products with a low part are scaled back through alpha (exact: a power of two).
-constexpr float kFp16x3LoScale = 2048.0f;
-
 /// Converts X into `w` (convertedBytes(mode, X.rows, X.cols) bytes) for `mode`.
 inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream) {
   const Index ld = kernels::paddedRows(X.rows);

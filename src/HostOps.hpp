@@ -184,9 +184,9 @@ struct HostOps {
           switch (rounding) {
             case Precision::FP16: v = roundFp16(x); break;
             case Precision::BF16: v = roundBf16(x); break;
-            case Precision::FP16x3: {  // (as kernels::launchSplitHalf with CudaOps' kFp16x3LoScale)
+            case Precision::FP16x3: {  // (as kernels::launchSplitHalf with kFp16x3LoScale)
               const float hi = roundFp16(x);
-              v = part == 0 ? hi : roundFp16((x - hi) * 2048.0f);
+              v = part == 0 ? hi : roundFp16((x - hi) * kFp16x3LoScale);
               break;
             }
             default: {
@@ -206,7 +206,7 @@ struct HostOps {
     const Mat aHi = rounded(A, 0), bHi = rounded(B, 0);
     if (errorCorrected(rounding)) {
       const Mat aLo = rounded(A, 1), bLo = rounded(B, 1);
-      const S alphaLo = rounding == Precision::FP16x3 ? alpha / S(2048) : alpha;  // (exact)
+      const S alphaLo = rounding == Precision::FP16x3 ? alpha / S(kFp16x3LoScale) : alpha;  // (exact)
       product(aLo, bHi, beta, alphaLo);
       product(aHi, bLo, S(1), alphaLo);
       product(aHi, bHi, S(1), alpha);

@@ -22,6 +22,11 @@ constexpr std::ptrdiff_t kCudaBlockSize = 64;
 enum class TrmmScheme { Recursive, BlockRows };
 /// A scheme and its size: for Recursive, triangles of at most `cutoff` rows are multiplied as full blocks; for
 /// BlockRows, `cutoff` is the block-row height. Either way a triangle of at most `cutoff` rows is one full product.
+/// FP16x3's low part is fp16((x - hi) 2^11): |x - hi| is at most 2^-11 |x|, so scaled it keeps FP16's full 11 bits
+/// down to |x| of about 2^-14, where unscaled it would fall into FP16's subnormals (below 6.1e-5) for every |x| below
+/// about 0.1. The two products with a low part are scaled back through alpha (exact: a power of two). Shared by the
+/// split kernel's caller (CudaOps) and the Host emulation (HostOps).
+constexpr float kFp16x3LoScale = 2048.0f;
 /// The error-corrected modes: three tensor-core products per GEMM on split operands (TF32x3: TF32 planes; FP16x3:
 /// FP16 planes, the low one scaled by 2^11). They share every tuning below that names TF32x3.
 inline bool errorCorrected(Precision mode) { return mode == Precision::TF32x3 || mode == Precision::FP16x3; }
@@ -94,7 +99,7 @@ inline std::ptrdiff_t hostMaxMergedCols(Precision mode, std::ptrdiff_t rows) {
 /// which is also the more accurate arithmetic. (TF32 keeps them on the tensor cores, which read its FP32 operands
 /// directly; FP16 and BF16 run them as TF32 products: halfNarrowInTf32.)
 constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
-/// Whether TF32x3 runs an (m x n, inner dimension k) product in plain FP32 (see kX3Fp32MaxDim).
+/// Whether TF32x3 and FP16x3 run an (m x n, inner dimension k) product in plain FP32 (see kX3Fp32MaxDim).
 inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
 }

@@ -249,6 +249,9 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
   const double x3Factor = 4.0;  // (H100, 4096^2 table: 2.2-2.4x; see modeBounds(p, backend))
   CHECK(x3.backward <= x3Factor * fp32.backward);
   CHECK(h3.backward <= x3Factor * fp32.backward);
+  // (and they do run their own arithmetic: a mode silently falling back to FP32 would pass the bounds above)
+  CHECK(x3.backward != fp32.backward);
+  CHECK(h3.backward != fp32.backward);
   CHECK(tf32.orth >= 30 * fp32.orth);
   CHECK(x3.orth <= x3Factor * fp32.orth);
   CHECK(h3.orth <= x3Factor * fp32.orth);
