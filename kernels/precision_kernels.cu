@@ -59,50 +59,53 @@ __device__ __forceinline__ void load8(const float* __restrict__ A, Index lda, In
   }
 }
 
-template <typename T>
-__global__ void convertKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, T* __restrict__ out,
-                              Index ldo) {
+/// Calls f(v, offset) for every group of 8 rows of every column of A (v: those rows, zeros past `rows`; offset: the
+/// group's first element in the packed copy with leading dimension ldo), grid-stride.
+template <class F>
+__device__ __forceinline__ void forEachGroup(const float* __restrict__ A, Index lda, Index rows, Index cols, Index ldo,
+                                             F&& f) {
   const Index groups = ldo / kRowsPerThread, total = groups * cols;
   for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
     const Index j = idx / groups, i = (idx - j * groups) * kRowsPerThread;
     float v[kRowsPerThread];
     load8(A, lda, rows, i, j, v);
+    f(v, i + j * ldo);
+  }
+}
+
+template <typename T>
+__global__ void convertKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, T* __restrict__ out,
+                              Index ldo) {
+  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o) {
     alignas(16) T h[kRowsPerThread];
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) h[r] = fromFloat<T>(v[r]);
-    *reinterpret_cast<uint4*>(out + i + j * ldo) = *reinterpret_cast<const uint4*>(h);
-  }
+    *reinterpret_cast<uint4*>(out + o) = *reinterpret_cast<const uint4*>(h);
+  });
 }
 
 __global__ void splitTf32Kernel(const float* __restrict__ A, Index lda, Index rows, Index cols, float* __restrict__ hi,
                                 float* __restrict__ lo, Index ldo) {
-  const Index groups = ldo / kRowsPerThread, total = groups * cols;
-  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
-    const Index j = idx / groups, i = (idx - j * groups) * kRowsPerThread;
-    float v[kRowsPerThread], h[kRowsPerThread], l[kRowsPerThread];
-    load8(A, lda, rows, i, j, v);
+  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o) {
+    float h[kRowsPerThread], l[kRowsPerThread];
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
       h[r] = roundTf32(v[r]);
       l[r] = roundTf32(v[r] - h[r]);  // exact difference; rounded so the tensor core sees what we emulate on the host
     }
-    float4* ph = reinterpret_cast<float4*>(hi + i + j * ldo);
-    float4* pl = reinterpret_cast<float4*>(lo + i + j * ldo);
+    float4* ph = reinterpret_cast<float4*>(hi + o);
+    float4* pl = reinterpret_cast<float4*>(lo + o);
     ph[0] = make_float4(h[0], h[1], h[2], h[3]);
     ph[1] = make_float4(h[4], h[5], h[6], h[7]);
     pl[0] = make_float4(l[0], l[1], l[2], l[3]);
     pl[1] = make_float4(l[4], l[5], l[6], l[7]);
-  }
+  });
 }
 
 /// FP16x3's split: hi = fp16(x), lo = fp16((x - hi) loScale) (x - hi is exact in FP32).
 __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, __half* __restrict__ hi,
                                 __half* __restrict__ lo, Index ldo, float loScale) {
-  const Index groups = ldo / kRowsPerThread, total = groups * cols;
-  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
-    const Index j = idx / groups, i = (idx - j * groups) * kRowsPerThread;
-    float v[kRowsPerThread];
-    load8(A, lda, rows, i, j, v);
+  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o) {
     alignas(16) __half h[kRowsPerThread];
     alignas(16) __half l[kRowsPerThread];
 #pragma unroll
@@ -110,9 +113,9 @@ __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index ro
       h[r] = __float2half_rn(v[r]);
       l[r] = __float2half_rn((v[r] - __half2float(h[r])) * loScale);
     }
-    *reinterpret_cast<uint4*>(hi + i + j * ldo) = *reinterpret_cast<const uint4*>(h);
-    *reinterpret_cast<uint4*>(lo + i + j * ldo) = *reinterpret_cast<const uint4*>(l);
-  }
+    *reinterpret_cast<uint4*>(hi + o) = *reinterpret_cast<const uint4*>(h);
+    *reinterpret_cast<uint4*>(lo + o) = *reinterpret_cast<const uint4*>(l);
+  });
 }
 
 inline unsigned gridFor(Index total) {

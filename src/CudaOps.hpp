@@ -690,7 +690,7 @@ inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, 
   const cudaDataType type = convertedType(mode);
   const cublasComputeType_t compute = convertedCompute(mode);
   const float one = 1.0f;
-  const float alphaLo = mode == Precision::FP16x3 ? alpha / kFp16x3LoScale : alpha;
+  const float alphaLo = alpha * loProductScale(mode);
   auto product = [&](const char* a, const char* b, Index kk, const float* bt, const float* al = nullptr) {
     TCQR_CHECK(cublasGemmEx_64(blas, cuOp(ta), cuOp(tb), m, n, kk, al ? al : &alpha, a, type, A.ld, b, type, B.ld, bt,
                                C, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
@@ -732,7 +732,7 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     // them back (see x3TnCorrectionsWhole).
     const cudaDataType type = convertedType(mode);
     const cublasComputeType_t compute = convertedCompute(mode);
-    const float alphaLo = mode == Precision::FP16x3 ? alpha / kFp16x3LoScale : alpha;
+    const float alphaLo = alpha * loProductScale(mode);
     auto tn = [&](const char* pa, const char* pb, Index nc, Index kr, const float* bt, float* out, Index ldo,
                   const float* al) {
       TCQR_CHECK(cublasGemmEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kr, al, pa, type, a.ld, pb, type, b.ld, bt,
@@ -758,7 +758,7 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     // results, into C; with too few rows or no partials workspace, convertedProduct below.)
     auto batched = [&](Index c0, Index nc, Index kc, Index batch, float* P) {
       const float zero = 0.0f, one = 1.0f;
-      const float lo = mode == Precision::FP16x3 ? 1.0f / kFp16x3LoScale : 1.0f;
+      const float lo = loProductScale(mode);
       const ConvertedOperand bc = b.at(0, c0);
       const char* lhs[3] = {a.lo, a.hi, a.hi};
       const char* rhs[3] = {bc.hi, bc.lo, bc.hi};

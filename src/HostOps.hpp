@@ -206,7 +206,7 @@ struct HostOps {
     const Mat aHi = rounded(A, 0), bHi = rounded(B, 0);
     if (errorCorrected(rounding)) {
       const Mat aLo = rounded(A, 1), bLo = rounded(B, 1);
-      const S alphaLo = rounding == Precision::FP16x3 ? alpha / S(kFp16x3LoScale) : alpha;  // (exact)
+      const S alphaLo = alpha * S(loProductScale(rounding));  // (exact: a power of two)
       product(aLo, bHi, beta, alphaLo);
       product(aHi, bLo, S(1), alphaLo);
       product(aHi, bHi, S(1), alpha);

@@ -17,11 +17,6 @@ constexpr std::ptrdiff_t kHostBlockSize = 32;
 /// switches to GEMMs. Measured on the H100 (2026-11-26, qr_bench --block-size): 64 and 128 within 2%, 256 3-25%
 /// slower, 512 up to 3.8x slower (double 8192^2).
 constexpr std::ptrdiff_t kCudaBlockSize = 64;
-/// Block structure of the triangular products (Algorithms.hpp trmmLowerAcc): TPDS'25 Algorithm 3's recursion, or one
-/// GEMM per block row of the result.
-enum class TrmmScheme { Recursive, BlockRows };
-/// A scheme and its size: for Recursive, triangles of at most `cutoff` rows are multiplied as full blocks; for
-/// BlockRows, `cutoff` is the block-row height. Either way a triangle of at most `cutoff` rows is one full product.
 /// FP16x3's low part is fp16((x - hi) 2^11): |x - hi| is at most 2^-11 |x|, so scaled it keeps FP16's full 11 bits
 /// down to |x| of about 2^-14, where unscaled it would fall into FP16's subnormals (below 6.1e-5) for every |x| below
 /// about 0.1. The two products with a low part are scaled back through alpha (exact: a power of two). Shared by the
@@ -30,6 +25,13 @@ constexpr float kFp16x3LoScale = 2048.0f;
 /// The error-corrected modes: three tensor-core products per GEMM on split operands (TF32x3: TF32 planes; FP16x3:
 /// FP16 planes, the low one scaled by 2^11). They share every tuning below that names TF32x3.
 inline bool errorCorrected(Precision mode) { return mode == Precision::TF32x3 || mode == Precision::FP16x3; }
+/// The factor (of alpha) of an error-corrected mode's two products with a low part: 2^-11 in FP16x3, 1 in TF32x3.
+inline float loProductScale(Precision mode) { return mode == Precision::FP16x3 ? 1.0f / kFp16x3LoScale : 1.0f; }
+/// Block structure of the triangular products (Algorithms.hpp trmmLowerAcc): TPDS'25 Algorithm 3's recursion, or one
+/// GEMM per block row of the result.
+enum class TrmmScheme { Recursive, BlockRows };
+/// A scheme and its size: for Recursive, triangles of at most `cutoff` rows are multiplied as full blocks; for
+/// BlockRows, `cutoff` is the block-row height. Either way a triangle of at most `cutoff` rows is one full product.
 struct TrmmPlan {
   TrmmScheme scheme;
   std::ptrdiff_t cutoff;
