@@ -361,7 +361,7 @@ struct CudaOps {
     }
     const auto t = traced(gemmLabel(ta, tb, C.rows, C.cols, k), gemmFlops(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default ||
-        (errorCorrected(mode) && x3ProductInFp32(C.rows, C.cols, k))) {
+        (errorCorrected(mode) && x3ProductInFp32(mode, C.rows, C.cols, k))) {
       if (ta == Op::T && tb == Op::N) {
         auto batched = [&](Index c0, Index nc, Index kc, Index batch, S* P) {
           Blas<S>::gemmStridedBatchedTN(blas, C.rows, nc, kc, A.p, A.ld, kc, B.p + c0 * B.ld, B.ld, kc, P, C.rows,
@@ -459,7 +459,7 @@ struct CudaOps {
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     const auto t = traced("trmmLowerAcc", double(L.rows) * double(L.rows) * double(Z.cols));
     // (TF32x3/FP16x3 with a narrow triangle or few columns: each block product then runs in FP32, x3ProductInFp32.)
-    if (!convertsOperands() || (errorCorrected(mode) && x3ProductInFp32(L.rows, Z.cols, L.rows))) {
+    if (!convertsOperands() || (errorCorrected(mode) && x3ProductInFp32(mode, L.rows, Z.cols, L.rows))) {
       trmmLowerAccGeneric(*this, opL, alpha, L, Z, C, cutoff, scheme);
       return;
     }

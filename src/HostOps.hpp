@@ -76,7 +76,7 @@ struct HostOps {
 
   void gemm(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     const Index inner = (ta == Op::N) ? A.cols : A.rows;
-    const bool x3InFp32 = errorCorrected(mode) && x3ProductInFp32(C.rows, C.cols, inner);  // as CudaOps
+    const bool x3InFp32 = errorCorrected(mode) && x3ProductInFp32(mode, C.rows, C.cols, inner);  // as CudaOps
     if (std::is_same<S, float>::value && !x3InFp32 &&
         (mode == Precision::TF32 || errorCorrected(mode) || mode == Precision::FP16 || mode == Precision::BF16)) {
       const bool tf32 = narrowAsTf32 && halfNarrowInTf32(mode, C.rows, C.cols, inner);

@@ -72,6 +72,10 @@ inline TrmmPlan trmmPlan(Precision mode) {
 /// 1024 and 88.3-88.5 at 512, 32768^2 359.6-360.2 against 349.0-352.0 (512: 358.6-359.2), hence 1024 for TF32;
 /// FP16 and BF16 32768^2 317-318 ms (FP16) at 2048 against 326-330 at 1024 and 375 at 512, 16384^2 equal at 2048
 /// and 1024, so they keep 2048; the tall shapes (524288 x 512, 131072 x 2048) within 1% at every cap.
+/// FP16x3, with its FP32 threshold at 256 (kFp16x3Fp32MaxDim), at 2048 against 1024 (2026-11-27,
+/// bench/results/logs/2026-11-27-h100-x3-thresholds.log): 16384^2 152.3-152.9 ms against 154.3, other shapes
+/// within 1%, but the 4096^2 table's backward error 1.18-1.21e-6 against 1.03-1.06e-6 (the merged products are the
+/// longest sums), so it keeps 1024.
 /// TCQR_MAX_MERGED_COLS=<n> overrides it (for measuring; 0 restores the uncapped recursion).
 inline std::ptrdiff_t maxMergedCols(Precision mode, std::ptrdiff_t rows) {
   if (const char* v = std::getenv("TCQR_MAX_MERGED_COLS")) return std::max<std::ptrdiff_t>(0, std::atol(v));
@@ -94,28 +98,55 @@ inline std::ptrdiff_t hostMaxMergedCols(Precision mode, std::ptrdiff_t rows) {
     return maxMergedCols(mode, rows);
   return kHostBlockSize;
 }
-/// TF32x3's three tensor-core products pay only where a product is compute-bound. With an inner dimension or a result
-/// side of at most this many, a product is memory-bound, and TF32x3 (which also writes the split hi/lo copies of both
-/// operands) took 2-3x FP32's time: 16384^2 at 7ea5539 (TCQR_TRACE, H100), products with a result side <= 64
-/// 35.7 ms against FP32's 15.2, products with an inner dimension <= 64 27.4 against 9.3. Those products run in FP32,
-/// which is also the more accurate arithmetic. (TF32 keeps them on the tensor cores, which read its FP32 operands
-/// directly; FP16 and BF16 run them as TF32 products: halfNarrowInTf32.)
-constexpr std::ptrdiff_t kX3Fp32MaxDim = 64;
-/// Whether TF32x3 and FP16x3 run an (m x n, inner dimension k) product in plain FP32 (see kX3Fp32MaxDim).
-inline bool x3ProductInFp32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
-  return k <= kX3Fp32MaxDim || std::min(m, n) <= kX3Fp32MaxDim;
+/// The error-corrected modes' three tensor-core products pay only where a product is compute-bound enough to repay
+/// the split: both operands are read and written again as hi/lo copies (TF32x3: two floats per element, FP16x3: two
+/// halves) before three products read them. With a result side or an inner dimension of at most x3Fp32MaxDim a
+/// product runs in plain FP32, which is also the more accurate arithmetic. A rough model for an M x M result over K
+/// rows: FP16x3's split moves about 12 bytes per operand element and its three FP16 products cost about a fifth of one
+/// SGEMM, so the two break even near M = 240; TF32x3's split moves 20 bytes and its products cost about two fifths,
+/// which moves the break-even point above 500. Until 2026-11-27 both modes used 64 (chosen from TF32x3's trace at
+/// 7ea5539, when products with a side of at most 64 took 2-3x FP32's time). Measured on the H100 (2026-11-27, the
+/// threshold read from TCQR_X3_FP32_MAX_DIM, qr_bench medians of 3, one binary per machine start;
+/// bench/results/logs/2026-11-27-h100-x3-thresholds.log):
+/// - FP16x3, 64 against 256 (FP32 alongside): 524288 x 512 19.60 against 16.96 ms (FP32 16.78), 2097152 x 512 70.80
+///   against 59.31 (59.49), 131072 x 2048 42.97 against 40.11 (46.86), 32768 x 8192 112.8 against 110.1 (151.9),
+///   16384^2 160.7 against 155.9 (218.3); 128 fell in between everywhere; 512 was slower than 256 on 131072 x 2048
+///   (42.5 against 40.3) and 65536 x 1024 (11.24 against 10.99) and level elsewhere. The 4096^2 accuracy table moved
+///   from 1.25-1.28e-6 to 1.18-1.21e-6 backward (measured with a merge cap of 2048, see maxMergedCols).
+/// - TF32x3, 64 / 256 / 512: 4096^2 26.1-27.5 / 19.8 / 19.2 ms, 8192^2 58.5-59.4 / 53.0 / 51.2, 16384^2
+///   196.5-197.4 / 183.0 / 180.7, 32768 x 8192 140.1-140.5 / 128.4 / 126.5, 131072 x 2048 54.4-54.7 / 45.3 / 44.6,
+///   524288 x 512 23.3 / 16.9 / (FP32); the 4096^2 table's backward error 1.43-1.79e-6 at 64, 1.26-1.39e-6 at 512.
+constexpr std::ptrdiff_t kTf32x3Fp32MaxDim = 512;
+constexpr std::ptrdiff_t kFp16x3Fp32MaxDim = 256;
+/// The largest side or inner dimension of a product that TF32x3 / FP16x3 run in plain FP32 (kTf32x3Fp32MaxDim,
+/// kFp16x3Fp32MaxDim). TCQR_X3_FP32_MAX_DIM=<n> overrides both (for measuring).
+inline std::ptrdiff_t x3Fp32MaxDim(Precision mode) {
+  static const std::ptrdiff_t env = [] {
+    const char* v = std::getenv("TCQR_X3_FP32_MAX_DIM");
+    return v ? std::max<std::ptrdiff_t>(0, std::atol(v)) : std::ptrdiff_t(-1);
+  }();
+  if (env >= 0) return env;
+  return mode == Precision::FP16x3 ? kFp16x3Fp32MaxDim : kTf32x3Fp32MaxDim;
+}
+/// Whether TF32x3 or FP16x3 (`mode`) runs an (m x n, inner dimension k) product in plain FP32 (x3Fp32MaxDim).
+inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
+  const std::ptrdiff_t d = x3Fp32MaxDim(mode);
+  return k <= d || std::min(m, n) <= d;
 }
 /// Whether a factorization of a matrix with `cols` columns in `mode` scales the columns of A to unit norm first
 /// (HPDC'20 §3.5): the modes whose products see FP16 operands. FP16x3 runs every product with a side or inner dimension
-/// of at most kX3Fp32MaxDim in FP32, and with at most twice that many columns every product of the factorization has
-/// one (a split of n <= 128 columns leaves a side of at most 64, and so does R12's update of a wide matrix), so it
-/// needs no scaling there. The scaling pass cost FP16x3 4-5% on 128 columns (H100, 8cbd4bd: 2097152 x 128 8.91 ms
+/// of at most x3Fp32MaxDim (256) in FP32, and with at most twice that many columns every product of the factorization
+/// has one (a split of n <= 512 columns leaves a side of at most 256, and so does R12's update of a wide matrix), so
+/// it needs no scaling there. The scaling pass cost FP16x3 4-5% on 128 columns (H100, 8cbd4bd: 2097152 x 128 8.91 ms
 /// against TF32x3's 8.58, 8388608 x 128 33.00 against 31.62; `bench/results/logs/2026-11-27-h100-fp16x3-chunks.log`).
 /// FP16 keeps it at every width: its triangular products stay in FP16 however narrow (CudaOps::trmmConverted).
 inline bool scalesColumns(Precision mode, std::ptrdiff_t cols) {
-  return mode == Precision::FP16 || (mode == Precision::FP16x3 && cols > 2 * kX3Fp32MaxDim);
+  return mode == Precision::FP16 || (mode == Precision::FP16x3 && cols > 2 * x3Fp32MaxDim(mode));
 }
-/// FP16 and BF16 run the products x3ProductInFp32 names (a side or inner dimension of at most kX3Fp32MaxDim: the
+/// Products with a side or inner dimension of at most this many are memory-bound in every mode (the recursion's leaf
+/// updates and merges with 32-64 reflectors): halfNarrowInTf32.
+constexpr std::ptrdiff_t kNarrowMaxDim = 64;
+/// FP16 and BF16 run the narrow products (a side or inner dimension of at most kNarrowMaxDim: the
 /// recursion's leaf updates and merges, memory-bound) as TF32 products on their FP32 operands: TF32 has FP16's 10-bit
 /// mantissa and FP32's exponent range, and needs no converted copies of the operands (two conversion kernels, and a
 /// write and a read of each operand, per product). Measured on the H100 (same binary, alternating, 2026-11-27,
@@ -130,7 +161,8 @@ inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n,
     const char* v = std::getenv("TCQR_HALF_NARROW");
     return v == nullptr || std::string(v) != "mode";
   }();
-  return on && (mode == Precision::FP16 || mode == Precision::BF16) && x3ProductInFp32(m, n, k);
+  return on && (mode == Precision::FP16 || mode == Precision::BF16) &&
+         (k <= kNarrowMaxDim || std::min(m, n) <= kNarrowMaxDim);
 }
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. Off by default: on the H100 (2026-11-27, docs/DESIGN.md

@@ -45,11 +45,13 @@ enum class Panel { Auto, Geqrf, Tsqr };
 /// float:
 /// - FP32: cuBLAS SGEMM, no tensor cores.
 /// - TF32x3: each operand is split into a TF32 high part and a TF32 low part, and three tensor-core products are
-///   summed (hi*hi + hi*lo + lo*hi); FP32 accuracy at tensor-core speed.
+///   summed (hi*hi + hi*lo + lo*hi); FP32 accuracy at tensor-core speed. Products with a side or inner dimension of
+///   at most 512 run in plain FP32 (there the split costs more than the tensor cores save).
 /// - FP16x3: the same three products on FP16 tensor cores: hi = fp16(x), lo = fp16((x - hi) 2^11) (the low part
 ///   scaled so that it keeps FP16's full precision down to |x| of about 2^-14, where unscaled it would be an FP16
 ///   subnormal below about 0.1; its products are scaled back), with FP16's column scaling against overflow for
-///   matrices of more than 128 columns (with fewer, every product runs in FP32). Entries far below their column's
+///   matrices of more than 512 columns. Products with a side or inner dimension of at most 256 run in plain FP32, so
+///   with at most 512 columns every product does. Entries far below their column's
 ///   norm keep an absolute accuracy of about 2^-36 of it rather than FP32's relative one: normwise that is below FP32's
 ///   rounding. FP16 tensor cores run about twice as fast as TF32 ones, and on the H100 this mode was also the more
 ///   accurate of the two error-corrected modes (README.md).

@@ -28,6 +28,7 @@
 #include <Eigen/Dense>
 
 #include "QRSuites.h"
+#include "../../src/Tunables.hpp"  // x3Fp32MaxDim, scalesColumns: which FP16x3 products leave FP32
 
 namespace tcqr_test {
 
@@ -249,21 +250,26 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
   const double x3Factor = 4.0;  // (H100, 4096^2 table: 2.2-2.4x; see modeBounds(p, backend))
   CHECK(x3.backward <= x3Factor * fp32.backward);
   CHECK(h3.backward <= x3Factor * fp32.backward);
-  // (and they do run their own arithmetic: a mode silently falling back to FP32 would pass the bounds above)
-  CHECK(x3.backward != fp32.backward);
-  CHECK(h3.backward != fp32.backward);
+  // (and they do run their own arithmetic: a mode silently falling back to FP32 would pass the bounds above; with at
+  // most twice x3Fp32MaxDim columns every product runs in FP32 anyway: tcqr::detail::x3ProductInFp32)
+  const auto leavesFp32 = [&](Precision p) { return std::min(m, n) > 2 * tcqr::detail::x3Fp32MaxDim(p); };
+  if (leavesFp32(Precision::TF32x3)) CHECK(x3.backward != fp32.backward);
+  if (leavesFp32(Precision::FP16x3)) CHECK(h3.backward != fp32.backward);
   CHECK(tf32.orth >= 30 * fp32.orth);
   CHECK(x3.orth <= x3Factor * fp32.orth);
   CHECK(h3.orth <= x3Factor * fp32.orth);
 }
 
-/// The column scaling near the ends of the float range (FP16, and FP16x3 with more than 128 columns: scalesColumns):
+/// The column scaling near the ends of the float range (FP16, and FP16x3 with more than 512 columns: scalesColumns):
 /// column norms from 1e-37 (entries below FLT_MIN, subnormal) to 1e37 (squares far beyond FLT_MAX; the GPU's scales
 /// sum the squares in double, kernels/precision_kernels.cu). Every column must come back with the mode's relative
 /// accuracy: none may overflow, flush to zero, or lose its R.
 inline void fp16RangeEndsCheck(Backend backend, Precision mode = Precision::FP16) {
   INFO("mode " << doctest::String(tcqr::precisionName(mode)));
-  const Mat<float> A = spreadColumnsMatrix<float>(400, 200, 1e-37, 1e37);
+  // (FP16x3 scales only with more than 2 x256 columns: below that every product runs in FP32)
+  const Index n = mode == Precision::FP16x3 ? 2 * tcqr::detail::x3Fp32MaxDim(mode) + 88 : 200;
+  REQUIRE(tcqr::detail::scalesColumns(mode, n));
+  const Mat<float> A = spreadColumnsMatrix<float>(n + 200, n, 1e-37, 1e37);
   REQUIRE(A.cwiseAbs().minCoeff() < std::numeric_limits<float>::min());  // some entries are subnormal
   const TCQR<Mat<float>> qr = factorInMode<float>(A, backend, mode);
   REQUIRE(qr.info() == Eigen::Success);

@@ -54,6 +54,8 @@ TEST_CASE("[Host] the reduced-precision modes change the arithmetic, TF32x3 does
   // (257 x 193: odd sizes whose top update is wider than 64 columns; with at most about 130 columns every product is
   // narrow, and FP16 and BF16 run them all as TF32: halfNarrowInTf32.)
   tcqr_test::modesDifferSuite(Backend::Host, 257, 193);
+  // (TF32x3 and FP16x3 leave FP32 only for products whose sides and inner dimension all exceed 512 and 256)
+  tcqr_test::modesDifferSuite(Backend::Host, 1100, 1040);
 }
 
 TEST_CASE_TEMPLATE("[Host] column norms spread over 1e-6 .. 1e6", T, float, double) {
@@ -112,8 +114,9 @@ TEST_CASE("[Host] the TRMM path in the reduced modes") {
   }
 }
 
-// TF32x3 runs memory-bound products (a side of the result or the inner dimension at most kX3Fp32MaxDim) in plain FP32
-// and the others as three TF32 products (src/Tunables.hpp, x3ProductInFp32); the CUDA backend makes the same choice.
+// TF32x3 and FP16x3 run memory-bound products (a side of the result or the inner dimension at most x3Fp32MaxDim: 64
+// and 256) in plain FP32 and the others as three tensor-core products (src/Tunables.hpp, x3ProductInFp32); the CUDA
+// backend makes the same choice.
 // FP16 and BF16 run the same narrow products as TF32 products (src/Tunables.hpp, halfNarrowInTf32; the CUDA backend
 // makes the same choice), the others in their own format.
 TEST_CASE("[Host] FP16 and BF16 run narrow products as TF32, the others in their own format") {
@@ -125,13 +128,13 @@ TEST_CASE("[Host] FP16 and BF16 run narrow products as TF32, the others in their
     MESSAGE("TCQR_HALF_NARROW=mode: narrow products stay in the mode, nothing to check");
     return;
   }
-  const Index big = tcqr::detail::kX3Fp32MaxDim + 36;
+  const Index big = tcqr::detail::kNarrowMaxDim + 36;
   tcqr::detail::HostOps<float> tf32;
   tf32.mode = Precision::TF32;
   for (Precision p : {Precision::FP16, Precision::BF16}) {
     tcqr::detail::HostOps<float> half;
     half.mode = p;
-    for (const Index k : {big, tcqr::detail::kX3Fp32MaxDim}) {
+    for (const Index k : {big, tcqr::detail::kNarrowMaxDim}) {
       INFO(tcqr_test::modeString(p) << ", " << big << " x " << big << ", inner " << k);
       // Entries with more significant bits than FP16, BF16 or TF32 hold, and a column below FP16's normal range (FP16
       // subnormals keep a few bits where TF32 keeps 11), so each format's rounding shows, whatever the draw.
@@ -143,7 +146,7 @@ TEST_CASE("[Host] FP16 and BF16 run narrow products as TF32, the others in their
                 View<float>(Ch.data(), big, big, big));
       tf32.gemm(Op::T, Op::N, 1.0f, View<float>(A.data(), k, big, k), View<float>(B.data(), k, big, k), 0.0f,
                 View<float>(Ct.data(), big, big, big));
-      const bool narrow = k <= tcqr::detail::kX3Fp32MaxDim;
+      const bool narrow = k <= tcqr::detail::kNarrowMaxDim;
       CHECK(tcqr::detail::halfNarrowInTf32(p, big, big, k) == narrow);
       CHECK((Ch.array() == Ct.array()).all() == narrow);
     }
@@ -161,13 +164,13 @@ TEST_CASE_TEMPLATE("[Host] TF32x3 and FP16x3 run memory-bound products in FP32, 
   x3.mode = Mode::value;
   fp32.mode = Precision::FP32;
   INFO("mode " << tcqr_test::modeString(Mode::value));
-  const Index big = tcqr::detail::kX3Fp32MaxDim + 36;
+  const Index d = tcqr::detail::x3Fp32MaxDim(Mode::value), big = d + 36;
   struct Shape {
     Index m, n, k;
     bool inFp32;
   };
-  for (const Shape s : {Shape{big, big, big, false}, Shape{big, big, tcqr::detail::kX3Fp32MaxDim, true},
-                        Shape{tcqr::detail::kX3Fp32MaxDim, big, big, true}, Shape{big, 16, big, true}}) {
+  for (const Shape s : {Shape{big, big, big, false}, Shape{big, big, d, true}, Shape{d, big, big, true},
+                        Shape{big, 16, big, true}}) {
     INFO(s.m << " x " << s.n << ", inner " << s.k);
     // Entries with more significant bits than TF32's hi and lo parts hold, so the split's rounding shows.
     M A = M::Random(s.k, s.m), B = M::Random(s.k, s.n);
@@ -177,7 +180,7 @@ TEST_CASE_TEMPLATE("[Host] TF32x3 and FP16x3 run memory-bound products in FP32, 
             View<float>(C3.data(), s.m, s.n, s.m));
     fp32.gemm(Op::T, Op::N, 1.0f, View<float>(A.data(), s.k, s.m, s.k), View<float>(B.data(), s.k, s.n, s.k), 0.0f,
               View<float>(C32.data(), s.m, s.n, s.m));
-    CHECK(tcqr::detail::x3ProductInFp32(s.m, s.n, s.k) == s.inFp32);
+    CHECK(tcqr::detail::x3ProductInFp32(Mode::value, s.m, s.n, s.k) == s.inFp32);
     CHECK((C3.array() == C32.array()).all() == s.inFp32);
   }
 }
