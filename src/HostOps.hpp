@@ -125,7 +125,10 @@ struct HostOps {
   void joinAllLanes() noexcept {}
 
   /// As CudaOps: in FP16 and BF16 every block product of the triangle runs in the mode (CudaOps::trmmConverted converts
-  /// L and Z once), narrow or not; halfNarrowInTf32 covers the GEMMs only.
+  /// L and Z once), narrow or not; halfNarrowInTf32 covers the GEMMs only. One difference remains in TF32x3 and FP16x3:
+  /// CudaOps decides FP32 or x3 once for the whole triangle, this emulation per block product, so a short last block
+  /// row of a triangle wider than the block rows (1024) runs x3 on the GPU and FP32 here; the default merge caps keep
+  /// such triangles out of the factorization.
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     HostOps o = *this;
     o.narrowAsTf32 = false;

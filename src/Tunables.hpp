@@ -143,26 +143,39 @@ inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, 
 inline bool scalesColumns(Precision mode, std::ptrdiff_t cols) {
   return mode == Precision::FP16 || (mode == Precision::FP16x3 && cols > 2 * x3Fp32MaxDim(mode));
 }
-/// Products with a side or inner dimension of at most this many are memory-bound in every mode (the recursion's leaf
-/// updates and merges with 32-64 reflectors): halfNarrowInTf32.
-constexpr std::ptrdiff_t kNarrowMaxDim = 64;
-/// FP16 and BF16 run the narrow products (a side or inner dimension of at most kNarrowMaxDim: the
-/// recursion's leaf updates and merges, memory-bound) as TF32 products on their FP32 operands: TF32 has FP16's 10-bit
-/// mantissa and FP32's exponent range, and needs no converted copies of the operands (two conversion kernels, and a
-/// write and a read of each operand, per product). Measured on the H100 (same binary, alternating, 2026-11-27,
-/// bench/results/logs/2026-11-27-h100-half-narrow-tf32-ab.log): FP16 2097152 x 128 9.14-9.15 to 7.76-7.79 ms,
-/// 524288 x 512 16.1-16.4 to 14.4, 131072 x 2048 30.3-30.7 to 28.5, 16384^2 92.3-94.5 to 90.2-90.6, 32768^2
-/// 321-326 to 318.5 ms; BF16 alike; the 4096^2 accuracy table unchanged for FP16, BF16's orthogonality 5.4e-5
-/// against 5.6e-5. So a matrix whose products are all narrow (n up to about 130) gets TF32's arithmetic in FP16 and
-/// BF16 (its triangular products, CudaOps::trmmConverted, stay in the mode). TCQR_HALF_NARROW=mode keeps the narrow
-/// GEMMs in the mode too (measurements).
+/// FP16 and BF16 run the products with a side or inner dimension of at most this many as TF32 products on their FP32
+/// operands (halfNarrowInTf32). TF32 has FP16's 10-bit mantissa and FP32's exponent range, and needs no converted
+/// copies of the operands (two conversion kernels, and a write and a read of each operand, per product), which below
+/// this size cost more than the faster FP16/BF16 tensor cores save (as for the error-corrected modes' FP32 thresholds,
+/// x3Fp32MaxDim). First 64 (178acab; H100, same binary, alternating,
+/// bench/results/logs/2026-11-27-h100-half-narrow-tf32-ab.log: FP16 2097152 x 128 9.14-9.15 to 7.76-7.79 ms,
+/// 524288 x 512 16.1-16.4 to 14.4, 131072 x 2048 30.3-30.7 to 28.5, 16384^2 92.3-94.5 to 90.2-90.6, 32768^2 321-326
+/// to 318.5; BF16 alike; the 4096^2 accuracy table unchanged for FP16, BF16's orthogonality 5.4e-5 against 5.6e-5).
+/// 512 since 2026-11-27 (H100, 26995e2 with the threshold read from the environment, qr_bench medians of 3, one machine
+/// start, 64 twice; bench/results/logs/2026-11-27-h100-half-tf32-threshold.log), FP16 at 64 / 256 / 512 (TF32):
+/// 524288 x 512 14.33-14.36 / 12.92-13.06 / 13.07 ms (12.68), 2097152 x 512 47.0-47.1 / 41.5-41.6 / 41.5 (40.3),
+/// 131072 x 2048 28.4 / 26.7-26.9 / 26.4 (25.8), 524288 x 2048 77.1-77.3 / 70.1-70.2 / 67.9 (66.6), 16384^2
+/// 89.9-90.5 / 87.8-89.1 / 88.9 (88.7), 32768^2 316-319 / 311-316 / 313.5 (349.5); BF16 alike. The 4096^2 table:
+/// FP16 unchanged (4.29-5.04e-4 backward), BF16 from 3.44-4.02e-3 to 3.36-3.68e-3 and orthogonality 5.4e-5 to 3.2e-5.
+/// So a matrix whose products all have a dimension of at most 512 (n up to about 1100) gets TF32's arithmetic in FP16
+/// and BF16, except its triangular products (CudaOps::trmmConverted), which stay in the mode.
+/// TCQR_HALF_NARROW_MAX_DIM=<n> overrides it, TCQR_HALF_NARROW=mode turns the rule off (both for measurements).
+constexpr std::ptrdiff_t kHalfAsTf32MaxDim = 512;
+inline std::ptrdiff_t halfAsTf32MaxDim() {
+  static const std::ptrdiff_t d = [] {
+    const char* v = std::getenv("TCQR_HALF_NARROW_MAX_DIM");
+    return v ? std::max<std::ptrdiff_t>(0, std::atol(v)) : kHalfAsTf32MaxDim;
+  }();
+  return d;
+}
+/// Whether FP16 / BF16 (`mode`) run an (m x n, inner dimension k) product as TF32 (kHalfAsTf32MaxDim).
 inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   static const bool on = [] {  // (only "mode" turns it off; any other value, or none, keeps it)
     const char* v = std::getenv("TCQR_HALF_NARROW");
     return v == nullptr || std::string(v) != "mode";
   }();
   return on && (mode == Precision::FP16 || mode == Precision::BF16) &&
-         (k <= kNarrowMaxDim || std::min(m, n) <= kNarrowMaxDim);
+         (k <= halfAsTf32MaxDim() || std::min(m, n) <= halfAsTf32MaxDim());
 }
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. Off by default: on the H100 (2026-11-27, docs/DESIGN.md

@@ -1,7 +1,7 @@
 // test_precision_gpu.cpp - the precision modes (tcqr::Precision) on Backend::Cuda: the checks of
 // tests/host/test_precision.cpp (common/PrecisionChecks.h) on the device, agreement of the Host backend's emulation
 // with the device per mode, odd sizes that exercise the zero padding of the converted operands (kernels/
-// precision_kernels.cu pads the rows to a multiple of 8), and a 1000 x 1000 FP16 case with column norms spread over
+// precision_kernels.cu pads the rows to a multiple of 8), and a 1200 x 1100 FP16 case with column norms spread over
 // 1e-6 .. 1e6.
 //
 // Exits with 77 (CTest: SKIP_RETURN_CODE, reported as skipped) when no CUDA device is usable.
@@ -85,14 +85,19 @@ TEST_SUITE("gpu") {
     TCQR_RANDOM_SEED();
     tcqr_test::spreadColumnsSuite<T>(Backend::Cuda, 300, 120);
     tcqr_test::spreadColumnsSuite<T>(Backend::Cuda, 1001, 999);
+    // (FP16 and BF16 run every GEMM with a dimension of at most 512 as TF32, which has FP32's range: 1300 x 1100 has
+    // products in FP16 / BF16 themselves, the top split being 544 / 556; halfNarrowInTf32)
+    tcqr_test::spreadColumnsSuite<T>(Backend::Cuda, 1300, 1100);
   }
 
-  TEST_CASE("[Cuda] FP16, 1000 x 1000, column norms spread over 1e-6 .. 1e6") {
+  // (1200 x 1100: FP16 runs every GEMM with a dimension of at most 512 as TF32, which has FP32's range; at this size
+  // the top split is 544 / 556, so the large products see FP16 operands)
+  TEST_CASE("[Cuda] FP16, 1200 x 1100, column norms spread over 1e-6 .. 1e6") {
     TCQR_RANDOM_SEED();
     using M = Mat<float>;
-    M A = tcqr_test::spreadColumnsMatrix<float>(1000, 1000);
+    M A = tcqr_test::spreadColumnsMatrix<float>(1200, 1100);
     // Without the column scaling the largest columns overflow FP16 (max 65504). The generator's largest entries are
-    // near that limit (1e6 / sqrt(1000) on average), so the matrix is scaled (by a power of two) until one is above it.
+    // near that limit (1e6 / sqrt(1200) on average), so the matrix is scaled (by a power of two) until one is above it.
     while (A.cwiseAbs().maxCoeff() <= 2 * 65504.0f) A *= 2.0f;
     const auto qr = tcqr_test::factorInMode<float>(A, Backend::Cuda, Precision::FP16);
     REQUIRE(qr.info() == Eigen::Success);

@@ -51,19 +51,22 @@ TEST_CASE_TEMPLATE("[Host] every precision mode within its error bounds with a m
 TEST_CASE("[Host] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {
   TCQR_RANDOM_SEED();
   tcqr_test::modesDifferSuite(Backend::Host, 300, 200);
-  // (257 x 193: odd sizes whose top update is wider than 64 columns; with at most about 130 columns every product is
-  // narrow, and FP16 and BF16 run them all as TF32: halfNarrowInTf32.)
+  // (257 x 193: odd sizes whose top update is wider than 64 columns. Up to about 1100 columns FP16 and BF16 run every
+  // product as TF32 (halfNarrowInTf32), so the BF16 checks need the 1100 x 1100 call.)
   tcqr_test::modesDifferSuite(Backend::Host, 257, 193);
-  // (TF32x3 and FP16x3 leave FP32 only for products whose sides and inner dimension all exceed 512 and 256)
-  tcqr_test::modesDifferSuite(Backend::Host, 1100, 1040);
+  // (TF32x3 and FP16x3 leave FP32 only for products whose sides and inner dimension all exceed 512 and 256: at
+  // 1100 x 1100 the top split is 544 / 556)
+  tcqr_test::modesDifferSuite(Backend::Host, 1100, 1100);
 }
 
 TEST_CASE_TEMPLATE("[Host] column norms spread over 1e-6 .. 1e6", T, float, double) {
   TCQR_RANDOM_SEED();
   tcqr_test::spreadColumnsSuite<T>(Backend::Host, 300, 120);
-  // (257 x 193 rather than fewer columns: with at most about 130 every GEMM is narrow and FP16 and BF16 run them as
-  // TF32, which has FP32's range, so FP16's overflow protection would go untested: halfNarrowInTf32.)
   tcqr_test::spreadColumnsSuite<T>(Backend::Host, 257, 193);
+  // (Up to about 1100 columns FP16 and BF16 run every GEMM as TF32, which has FP32's range (halfNarrowInTf32), so
+  // FP16's overflow protection needs a wider matrix: at 1100 x 1100 the top split is 544 / 556. Float only: the double
+  // modes have no such rule.)
+  if (std::is_same<T, float>::value) tcqr_test::spreadColumnsSuite<T>(Backend::Host, 1100, 1100);
 }
 
 TEST_CASE("[Host] FP16 and FP16x3, column norms spread over 1e-37 .. 1e37") {
@@ -114,7 +117,7 @@ TEST_CASE("[Host] the TRMM path in the reduced modes") {
   }
 }
 
-// TF32x3 and FP16x3 run memory-bound products (a side of the result or the inner dimension at most x3Fp32MaxDim: 64
+// TF32x3 and FP16x3 run memory-bound products (a side of the result or the inner dimension at most x3Fp32MaxDim: 512
 // and 256) in plain FP32 and the others as three tensor-core products (src/Tunables.hpp, x3ProductInFp32); the CUDA
 // backend makes the same choice.
 // FP16 and BF16 run the same narrow products as TF32 products (src/Tunables.hpp, halfNarrowInTf32; the CUDA backend
@@ -128,13 +131,13 @@ TEST_CASE("[Host] FP16 and BF16 run narrow products as TF32, the others in their
     MESSAGE("TCQR_HALF_NARROW=mode: narrow products stay in the mode, nothing to check");
     return;
   }
-  const Index big = tcqr::detail::kNarrowMaxDim + 36;
+  const Index big = tcqr::detail::halfAsTf32MaxDim() + 36;
   tcqr::detail::HostOps<float> tf32;
   tf32.mode = Precision::TF32;
   for (Precision p : {Precision::FP16, Precision::BF16}) {
     tcqr::detail::HostOps<float> half;
     half.mode = p;
-    for (const Index k : {big, tcqr::detail::kNarrowMaxDim}) {
+    for (const Index k : {big, tcqr::detail::halfAsTf32MaxDim()}) {
       INFO(tcqr_test::modeString(p) << ", " << big << " x " << big << ", inner " << k);
       // Entries with more significant bits than FP16, BF16 or TF32 hold, and a column below FP16's normal range (FP16
       // subnormals keep a few bits where TF32 keeps 11), so each format's rounding shows, whatever the draw.
@@ -146,7 +149,7 @@ TEST_CASE("[Host] FP16 and BF16 run narrow products as TF32, the others in their
                 View<float>(Ch.data(), big, big, big));
       tf32.gemm(Op::T, Op::N, 1.0f, View<float>(A.data(), k, big, k), View<float>(B.data(), k, big, k), 0.0f,
                 View<float>(Ct.data(), big, big, big));
-      const bool narrow = k <= tcqr::detail::kNarrowMaxDim;
+      const bool narrow = k <= tcqr::detail::halfAsTf32MaxDim();
       CHECK(tcqr::detail::halfNarrowInTf32(p, big, big, k) == narrow);
       CHECK((Ch.array() == Ct.array()).all() == narrow);
     }
