@@ -200,15 +200,6 @@ constexpr Index kAccumTile = 128, kAccumBlocksPerSM = 4;
 inline Index accumTiles(Index rows, Index cols) {
   return ((rows + kAccumTile - 1) / kAccumTile) * ((cols + kAccumTile - 1) / kAccumTile);
 }
-/// A non-negative integer from the environment variable `name` (read by the caller once), or `fallback` when it is
-/// unset, empty, negative or not a whole number (a measurement switch must not silently turn into 0).
-inline Index envIndex(const char* name, Index fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const long long x = std::strtoll(v, &end, 10);
-  return (*end == '\0' && x >= 0) ? Index(x) : fallback;
-}
 /// gemmChunkedTN runs its chunks one after another, each accumulated into C (beta = 1), where the result has at least
 /// this many tiles of kAccumTile^2: one chunk's product then fills the GPU, and C is written and read once per chunk
 /// instead of 16 partial products going to memory and back (a C of up to about 40 MB also stays in L2, the H100's is

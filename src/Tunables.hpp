@@ -11,6 +11,22 @@
 namespace tcqr {
 namespace detail {
 
+/// A non-negative integer from the environment variable `name` (read by the caller once), or `fallback` when it is
+/// unset, empty, negative or not a whole number (a measurement switch must not silently turn into 0).
+inline Index envIndex(const char* name, Index fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  return (*end == '\0' && x >= 0) ? Index(x) : fallback;
+}
+
+/// Whether an (m x n, inner dimension k) product has a result side or inner dimension of at most d: the products the
+/// precision modes' size thresholds (x3ProductInFp32, halfNarrowInTf32) keep off their converted operands.
+inline bool hasDimAtMost(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, std::ptrdiff_t d) {
+  return k <= d || std::min(m, n) <= d;
+}
+
 /// Panel width of the recursion on the Host backend (Eigen's own blocked QR uses 48).
 constexpr std::ptrdiff_t kHostBlockSize = 32;
 /// Panel width of the recursion on the CUDA backend: columns factored by cusolverDnXgeqrf before the recursion
@@ -121,17 +137,13 @@ constexpr std::ptrdiff_t kFp16x3Fp32MaxDim = 256;
 /// The largest side or inner dimension of a product that TF32x3 / FP16x3 run in plain FP32 (kTf32x3Fp32MaxDim,
 /// kFp16x3Fp32MaxDim). TCQR_X3_FP32_MAX_DIM=<n> overrides both (for measuring).
 inline std::ptrdiff_t x3Fp32MaxDim(Precision mode) {
-  static const std::ptrdiff_t env = [] {
-    const char* v = std::getenv("TCQR_X3_FP32_MAX_DIM");
-    return v ? std::max<std::ptrdiff_t>(0, std::atol(v)) : std::ptrdiff_t(-1);
-  }();
+  static const Index env = envIndex("TCQR_X3_FP32_MAX_DIM", -1);  // (-1: unset)
   if (env >= 0) return env;
   return mode == Precision::FP16x3 ? kFp16x3Fp32MaxDim : kTf32x3Fp32MaxDim;
 }
 /// Whether TF32x3 or FP16x3 (`mode`) runs an (m x n, inner dimension k) product in plain FP32 (x3Fp32MaxDim).
 inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
-  const std::ptrdiff_t d = x3Fp32MaxDim(mode);
-  return k <= d || std::min(m, n) <= d;
+  return hasDimAtMost(m, n, k, x3Fp32MaxDim(mode));
 }
 /// Whether a factorization of a matrix with `cols` columns in `mode` scales the columns of A to unit norm first
 /// (HPDC'20 §3.5): the modes whose products see FP16 operands. FP16x3 runs every product with a side or inner dimension
@@ -162,10 +174,7 @@ inline bool scalesColumns(Precision mode, std::ptrdiff_t cols) {
 /// TCQR_HALF_NARROW_MAX_DIM=<n> overrides it, TCQR_HALF_NARROW=mode turns the rule off (both for measurements).
 constexpr std::ptrdiff_t kHalfAsTf32MaxDim = 512;
 inline std::ptrdiff_t halfAsTf32MaxDim() {
-  static const std::ptrdiff_t d = [] {
-    const char* v = std::getenv("TCQR_HALF_NARROW_MAX_DIM");
-    return v ? std::max<std::ptrdiff_t>(0, std::atol(v)) : kHalfAsTf32MaxDim;
-  }();
+  static const Index d = envIndex("TCQR_HALF_NARROW_MAX_DIM", kHalfAsTf32MaxDim);
   return d;
 }
 /// Whether FP16 / BF16 (`mode`) run an (m x n, inner dimension k) product as TF32 (kHalfAsTf32MaxDim).
@@ -174,8 +183,7 @@ inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n,
     const char* v = std::getenv("TCQR_HALF_NARROW");
     return v == nullptr || std::string(v) != "mode";
   }();
-  return on && (mode == Precision::FP16 || mode == Precision::BF16) &&
-         (k <= halfAsTf32MaxDim() || std::min(m, n) <= halfAsTf32MaxDim());
+  return on && (mode == Precision::FP16 || mode == Precision::BF16) && hasDimAtMost(m, n, k, halfAsTf32MaxDim());
 }
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. Off by default: on the H100 (2026-11-27, docs/DESIGN.md

@@ -228,6 +228,10 @@ void modeBoundsSuite(Backend backend, const std::vector<std::pair<Index, Index>>
 /// Each mode really changes the arithmetic: on the same matrix, TF32, FP16 and BF16 are at least 30x less accurate
 /// than FP32 (the unit roundoffs differ by 2^13 and 2^16), BF16 at least 2x less than TF32 and FP16 (2^3), and
 /// TF32x3 and FP16x3 stay within 4x of FP32. Float only (the double modes are both FP64-accurate).
+/// Whether factor()'s top split of an m x n matrix leaves more than d columns on both sides (with panels of 32 columns
+/// the left side is the largest multiple of 32 up to n / 2), so that some product has every dimension above d.
+inline bool topSplitExceeds(Index m, Index n, Index d) { return std::min(m, n) >= 2 * (d + 32); }
+
 inline void modesDifferSuite(Backend backend, Index m, Index n) {
   using M = Mat<float>;
   const M A = conditionedMatrix<float>(m, n, Spectrum::Geometric, 1e4);
@@ -247,7 +251,7 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
   CHECK(bf16.backward >= 30 * fp32.backward);
   // (FP16 and BF16 run every product with a dimension of at most halfAsTf32MaxDim as TF32: BF16's own rounding shows
   // only where the top split puts more columns than that on both sides)
-  if (std::min(m, n) >= 2 * (tcqr::detail::halfAsTf32MaxDim() + 32)) {
+  if (topSplitExceeds(m, n, tcqr::detail::halfAsTf32MaxDim())) {
     CHECK(bf16.backward >= 2 * tf32.backward);
     CHECK(bf16.backward >= 2 * fp16.backward);
   }
@@ -256,10 +260,8 @@ inline void modesDifferSuite(Backend backend, Index m, Index n) {
   CHECK(h3.backward <= x3Factor * fp32.backward);
   // (and they do run their own arithmetic: a mode silently falling back to FP32 would pass the bounds above; with at
   // most twice x3Fp32MaxDim columns every product runs in FP32 anyway: tcqr::detail::x3ProductInFp32)
-  // (the top split puts a multiple of the panel width, 32, at most half of n on the left: n1 > d needs n >= 2 (d + 32))
-  const auto leavesFp32 = [&](Precision p) { return std::min(m, n) >= 2 * (tcqr::detail::x3Fp32MaxDim(p) + 32); };
-  if (leavesFp32(Precision::TF32x3)) CHECK(x3.backward != fp32.backward);
-  if (leavesFp32(Precision::FP16x3)) CHECK(h3.backward != fp32.backward);
+  if (topSplitExceeds(m, n, tcqr::detail::x3Fp32MaxDim(Precision::TF32x3))) CHECK(x3.backward != fp32.backward);
+  if (topSplitExceeds(m, n, tcqr::detail::x3Fp32MaxDim(Precision::FP16x3))) CHECK(h3.backward != fp32.backward);
   CHECK(tf32.orth >= 30 * fp32.orth);
   CHECK(x3.orth <= x3Factor * fp32.orth);
   CHECK(h3.orth <= x3Factor * fp32.orth);
