@@ -104,7 +104,8 @@ void usage(const char* argv0) {
       "  --block-size NB   TensorCoreHouseholderQR::setBlockSize(NB) (default 0: library default)\n"
       "  --panel P         TensorCoreHouseholderQR::setPanel: auto (default), geqrf or tsqr\n"
       "  --mode LIST       comma-separated precision modes: FP32,TF32x3,FP16x3,TF32,FP16,BF16 (float rows), FP64,\n"
-      "                    FP64Emulated (double rows), 'default' (the library default of each precision) or 'all'\n"
+      "                    FP64Emulated (double rows), 'default' (the library default of each precision, resolved\n"
+      "                    per shape as tcqr::resolvePrecision does on the GPU; rows name the mode) or 'all'\n"
       "                    (default: default). Each row runs in every listed mode that applies to its precision; a\n"
       "                    precision none applies to is skipped. The cuSOLVER baseline is measured once per shape\n"
       "                    and precision. The end-to-end row runs once per float mode.\n"
@@ -157,12 +158,13 @@ bool parseMode(const std::string& s, tcqr::Precision& p) {
   return parseModeName(s, p);
 }
 
-/// The modes of `o` that apply to a precision, Default resolved, duplicates dropped, in the order given.
-std::vector<tcqr::Precision> modesFor(const Options& o, bool isDouble) {
+/// The modes of `o` that apply to a precision, Default resolved for an m x n matrix on `backend`, duplicates dropped,
+/// in the order given.
+std::vector<tcqr::Precision> modesFor(const Options& o, bool isDouble, tcqr::Backend backend, i64 m, i64 n) {
   std::vector<tcqr::Precision> out;
   for (tcqr::Precision p : o.modes) {
     if (!tcqr::precisionSupported(p, isDouble)) continue;
-    const tcqr::Precision r = tcqr::resolvePrecision(p, isDouble);
+    const tcqr::Precision r = tcqr::resolvePrecision(p, isDouble, backend, m, n);
     if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
   }
   return out;
@@ -507,6 +509,7 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
     r.oursMs = median(t);
     r.oursTf = tflops(m, n, r.oursMs);
     if (qr.info() != Eigen::Success) r.note("ours: info() != Success");
+    if (qr.activePrecision() != mode) r.note(std::string("ran in ") + tcqr::precisionName(qr.activePrecision()));
     if (o.errors) {
       try {
         std::string why;
@@ -645,6 +648,7 @@ Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) 
     });
     r.oursTf = tflops(m, n, r.oursMs);
     if (qr.info() != Eigen::Success) r.note("ours: info() != Success");
+    if (qr.activePrecision() != mode) r.note(std::string("ran in ") + tcqr::precisionName(qr.activePrecision()));
     if (o.errors) {
       const ErrPair e = hostErrors(A, qr.matrixQR(), qr.hCoeffs());
       r.bwd = e.bwd;
@@ -758,7 +762,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   for (int p = 0; p < 2; ++p)
-    if ((p == 0 ? o.runFloat : o.runDouble) && modesFor(o, p == 1).empty())
+    if ((p == 0 ? o.runFloat : o.runDouble) && modesFor(o, p == 1, tcqr::Backend::Cuda, 1, 1).empty())
       std::printf("note: no listed mode applies to %s: its rows are skipped\n", p == 0 ? "float" : "double");
   {
     std::string list;
@@ -793,7 +797,7 @@ int main(int argc, char** argv) {
       for (int p = 0; p < 2 && !fatal; ++p) {
         if ((p == 0 && !o.runFloat) || (p == 1 && !o.runDouble)) continue;
         Baseline base;
-        for (tcqr::Precision mode : modesFor(o, p == 1)) {
+        for (tcqr::Precision mode : modesFor(o, p == 1, tcqr::Backend::Cuda, s.m, s.n)) {
           if (fatal) break;
           try {
             emit(p == 0 ? deviceRow<float>(*h, o, s, mode, cusolverVersion, base)
@@ -820,7 +824,7 @@ int main(int argc, char** argv) {
 
   if (!fatal && o.e2e.m > 0) {
     Baseline cpu;
-    for (tcqr::Precision mode : modesFor(o, false)) {
+    for (tcqr::Precision mode : modesFor(o, false, tcqr::Backend::Cuda, o.e2e.m, o.e2e.n)) {
       try {
         emit(e2eRow(o, threads, mode, cpu));
       } catch (const std::exception& e) {

@@ -1,4 +1,7 @@
 // Common.cpp - backend-independent pieces of the public API.
+#include <algorithm>
+
+#include "Tunables.hpp"
 #include "tcqr/Backend.h"
 #include "tcqr/Error.h"
 
@@ -37,9 +40,13 @@ bool precisionSupported(Precision p, bool isDouble) noexcept {
   }
 }
 
-Precision resolvePrecision(Precision p, bool isDouble) noexcept {
+Precision resolvePrecision(Precision p, bool isDouble, Backend backend, Index rows, Index cols) noexcept {
   if (p != Precision::Default) return p;
-  return isDouble ? Precision::FP64 : Precision::FP32;
+  if (isDouble) return Precision::FP64;
+  const bool gpu = resolveBackend(backend, rows, cols) == Backend::Cuda;
+  const bool large = std::min(rows, cols) >= detail::kDefaultFp16x3MinDim &&
+                     rows * cols >= detail::kDefaultFp16x3MinElements;
+  return gpu && large ? Precision::FP16x3 : Precision::FP32;
 }
 
 Backend resolveBackend(Backend requested, Index rows, Index cols) noexcept {

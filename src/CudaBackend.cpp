@@ -83,7 +83,7 @@ class CudaQRState final : public QRState<S> {
     c->setPrecision(m_precision);
     c->m_ctx.setStream(m_ctx.userStream());  // nothing is queued on c's stream yet
     synchronize();
-    c->allocate(m_rows, m_cols);
+    c->allocateIn(m_rows, m_cols, m_mode);  // the copy's T and packed factor are in this mode
     const Index k = std::min(m_rows, m_cols);
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
     copyD2D(c->m_t.get(), m_t.get(), k * k);
@@ -234,9 +234,10 @@ class CudaQRState final : public QRState<S> {
     m_precision = precision;
     // FP64Emulated: cuBLAS only emulates where its heuristics expect a gain unless told to always do so; on Hopper
     // they never do, and the mode exists to be measured.
-    const bool eager = resolvedPrecision() == Precision::FP64Emulated;
+    const bool eager = precision == Precision::FP64Emulated;
     m_ctx.setEmulationStrategy(eager ? CUBLAS_EMULATION_STRATEGY_EAGER : CUBLAS_EMULATION_STRATEGY_DEFAULT);
   }
+  Precision activePrecision() const noexcept override { return m_mode; }
   Index blockSize() const noexcept override { return nb(); }
   void setStream(CUstream_st* s) override { m_ctx.setStream(s); }
 
@@ -252,7 +253,8 @@ class CudaQRState final : public QRState<S> {
       default: return PanelKind::Hybrid;
     }
   }
-  Precision resolvedPrecision() const { return resolvePrecision(m_precision, std::is_same<S, double>::value); }
+  /// The mode of the current factorization, or of the one being set up (allocate() resolves it).
+  Precision resolvedPrecision() const { return m_mode; }
   View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
   /// T (k x k) of Q = I - Y T Y^T, or of its WY blocks (m_blocks): the compact WY form (Algorithms.hpp).
   View<S> viewT() const {
@@ -301,9 +303,29 @@ class CudaQRState final : public QRState<S> {
     if (count > 0) TCQR_CHECK(cudaMemcpyAsync(dst, src, sizeof(S) * count, cudaMemcpyDeviceToDevice, stream()));
   }
 
-  // Sizes every buffer a factorization of rows x cols needs. On failure (out of memory) all device memory of the
-  // object is released, so a failed compute() leaks nothing and the next one starts clean.
+  // Resolves the mode of a factorization of rows x cols and sizes every buffer it needs. Precision::Default's FP16x3
+  // falls back to FP32 when its conversion workspace does not fit: FP32 needs about a third of the memory (no
+  // operand halves), and a default must not fail where FP32 would succeed. An explicitly requested mode does not
+  // fall back.
   void allocate(Index rows, Index cols) {
+    const Precision mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Cuda, rows, cols);
+    if (m_precision == Precision::Default && mode == Precision::FP16x3) {
+      try {
+        allocateIn(rows, cols, mode);
+        return;
+      } catch (const Error& e) {
+        if (!e.isOutOfMemory()) throw;
+      }
+      allocateIn(rows, cols, Precision::FP32);
+      return;
+    }
+    allocateIn(rows, cols, mode);
+  }
+
+  // Sizes every buffer a factorization of rows x cols in `mode` needs. On failure (out of memory) all device memory
+  // of the object is released, so a failed compute() leaks nothing and the next one starts clean.
+  void allocateIn(Index rows, Index cols, Precision mode) {
+    m_mode = mode;
     const Index k = std::min(rows, cols);
     // T (k x k) of the compact WY form: the factorization keeps no m x k W.
     const int lanes = lookaheadLanes(resolvedPrecision(), rows, cols);  // factorRecursive's look-ahead
@@ -440,6 +462,7 @@ class CudaQRState final : public QRState<S> {
   Index m_rows = 0, m_cols = 0, m_nb = 0;
   Panel m_panel = Panel::Auto;
   Precision m_precision = Precision::Default;
+  Precision m_mode = Precision::Default;  // of the current factorization (allocate)
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
 };
 

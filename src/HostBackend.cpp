@@ -37,7 +37,8 @@ class HostQRState final : public QRState<S> {
     m_scratch.resize(static_cast<size_t>(factorTotalScratch(rows, cols, nb(), panelKind())));
     m_blocks.clear();
     HostOps<S> ops;
-    ops.mode = resolvePrecision(m_precision, std::is_same<S, double>::value);
+    m_mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Host, rows, cols);
+    ops.mode = m_mode;
     ops.maxMergedCols = hostMaxMergedCols(ops.mode, rows);
     std::vector<S> colScale(scalesColumns(ops.mode, cols) ? static_cast<size_t>(cols) : 0);
     std::vector<char> identity;  // columns whose tau must be 0, which a TSQR leaf cannot give (Algorithms.hpp)
@@ -103,6 +104,7 @@ class HostQRState final : public QRState<S> {
   void setBlockSize(Index nb) override { m_nb = nb; }
   void setPanel(Panel panel) override { m_panel = panel; }
   void setPrecision(Precision precision) override { m_precision = precision; }
+  Precision activePrecision() const noexcept override { return m_mode; }
   Index blockSize() const noexcept override { return nb(); }
   void setStream(CUstream_st*) override {}
 
@@ -158,6 +160,7 @@ class HostQRState final : public QRState<S> {
   Index m_rows = 0, m_cols = 0, m_nb = 0;
   Panel m_panel = Panel::Auto;
   Precision m_precision = Precision::Default;
+  Precision m_mode = Precision::Default;  // of the current factorization (factorStaged)
   bool m_notFinite = false;
   bool m_tPending = false;  // T not formed yet (factorStaged's one-panel case; ensureT)
 };

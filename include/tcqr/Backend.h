@@ -65,10 +65,15 @@ enum class Panel { Auto, Geqrf, Tsqr };
 /// On the GPU the products that run over all rows of the matrix (W^T A and Y^T W in the recursion, the first product
 /// of solve() and of householderQ()) are summed in chunks of at least 256 rows, partial products added in double, in
 /// FP32, FP64, TF32x3 and FP16x3: one GEMM's running sum over thousands of rows was the largest error of the
-/// factorization. Default: FP32 for float, FP64 for double; the error-corrected modes stay within FP32's accuracy
-/// bound at 4096^2 on the H100 but have 1.4-2.2x FP32's backward error there, and are slower than FP32 on some shapes
-/// (README.md has the measurements). The Host backend emulates each mode's rounding (operands rounded to
-/// TF32/FP16/BF16 before an FP32 product), so every mode can be tested without a GPU.
+/// factorization.
+/// Default (resolvePrecision): FP64 for double. For float, FP16x3 on the GPU for matrices with at least 1024 rows and
+/// columns and 2^26 entries (8192^2, 65536 x 1024, ...), FP32 for smaller ones and on the Host backend: FP16x3 keeps
+/// FP32-class accuracy (on the H100 1.1-1.8x FP32's backward error, 1.0-1.6x cuSOLVER SGEQRF's) and is faster than
+/// FP32 only on those shapes (16384^2 1.4x). If the GPU has too little memory for FP16x3's operand workspace (two
+/// halves per entry of the largest product's operands, about twice the matrix), Default falls back to FP32.
+/// TensorCoreHouseholderQR::activePrecision() tells which mode a factorization ran in. The Host backend emulates
+/// each mode's rounding (operands rounded to TF32/FP16/BF16 before an FP32 product), so every mode can be tested
+/// without a GPU.
 /// Measured accuracy and speed of each mode: README.md.
 enum class Precision { Default, FP32, TF32x3, TF32, FP16, BF16, FP64, FP64Emulated, FP16x3 };
 
@@ -78,8 +83,10 @@ const char* precisionName(Precision p) noexcept;
 /// True when mode `p` applies to a matrix of `isDouble ? double : float`; Default applies to both.
 bool precisionSupported(Precision p, bool isDouble) noexcept;
 
-/// Resolves Precision::Default for the scalar type; other values are returned unchanged.
-Precision resolvePrecision(Precision p, bool isDouble) noexcept;
+/// The mode Precision::Default stands for in a factorization of a rows x cols matrix of `isDouble ? double : float`
+/// on `backend` (Auto: the backend resolveBackend chooses); other values are returned unchanged. The CUDA backend
+/// may still fall back from FP16x3 to FP32 when the device's memory is short (see Precision).
+Precision resolvePrecision(Precision p, bool isDouble, Backend backend, Index rows, Index cols) noexcept;
 
 /// Human-readable name ("Auto", "Host", "Cuda").
 const char* backendName(Backend b) noexcept;

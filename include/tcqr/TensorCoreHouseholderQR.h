@@ -265,8 +265,9 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
     return *this;
   }
 
-  /// Arithmetic of the products inside the next compute() (tcqr::Precision::Default: FP32 for float, FP64 for
-  /// double; see tcqr::Precision). Throws tcqr::Error for a mode of the other scalar type (e.g. FP16 for double).
+  /// Arithmetic of the products inside the next compute() (tcqr::Precision::Default: FP64 for double; for float
+  /// FP16x3 on the GPU from 1024 rows and columns and 2^26 entries, FP32 below and on the host; see
+  /// tcqr::Precision). Throws tcqr::Error for a mode of the other scalar type (e.g. FP16 for double).
   TensorCoreHouseholderQR& setPrecision(tcqr::Precision precision) {
     if (!tcqr::precisionSupported(precision, std::is_same<Scalar, double>::value))
       throw tcqr::Error(tcqr::ErrorSource::Usage, 0, "setPrecision",
@@ -276,9 +277,13 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
     if (m_state) m_state->setPrecision(precision);
     return *this;
   }
-  /// The mode the next compute() uses, Default resolved for this scalar type.
-  tcqr::Precision precision() const {
-    return tcqr::resolvePrecision(m_precision, std::is_same<Scalar, double>::value);
+  /// Requested mode (used by the next compute(); tcqr::Precision::Default unless set).
+  tcqr::Precision precision() const { return m_precision; }
+  /// The mode the current factorization ran in: the requested one, or what Default stood for on its backend and
+  /// shape (tcqr::resolvePrecision; FP32 where the device had too little memory for FP16x3).
+  tcqr::Precision activePrecision() const {
+    eigen_assert(m_isInitialized && "TensorCoreHouseholderQR is not initialized.");
+    return m_state->activePrecision();
   }
 
   /// Device pointer to the packed factorization (rows x cols, ld = rows); valid until the next compute().

@@ -176,6 +176,7 @@ QRErrors checkModeBounds(const Mat<Scalar>& A, Backend backend, Precision p, Ind
   REQUIRE(qr.info() == Eigen::Success);
   if (backend != Backend::Auto) CHECK(qr.activeBackend() == backend);
   CHECK(qr.precision() == p);
+  CHECK(qr.activePrecision() == p);
   const QRErrors e = measureErrors<Scalar>(A, qr);
   const ModeBounds b = modeBounds(p, qr.activeBackend());
   REQUIRE(e.finite);
@@ -383,16 +384,18 @@ void modeSolveSuite(Backend backend, Index m, Index n) {
   }
 }
 
-/// setPrecision() / precision() contract: Default resolves per scalar type, modes of the other type throw
-/// tcqr::Error and leave the object unchanged, the mode survives copy construction and assignment (of an object
-/// with and without a factorization), and Default factors exactly as the mode it resolves to.
+/// setPrecision() / precision() / activePrecision() contract: precision() returns what was requested (Default
+/// unless set), modes of the other type throw tcqr::Error and leave the object unchanged, the mode survives copy
+/// construction and assignment (of an object with and without a factorization), and Default factors as the mode
+/// resolvePrecision gives for the backend and shape (FP32 / FP64 at this size on either backend), which
+/// activePrecision() reports.
 template <typename Scalar>
 void precisionApiSuite(Backend backend) {
   using M = Mat<Scalar>;
   const bool isDouble = std::is_same<Scalar, double>::value;
   TCQR<M> qr;
-  CHECK(qr.precision() == (isDouble ? Precision::FP64 : Precision::FP32));
-  CHECK(qr.setPrecision(Precision::Default).precision() == (isDouble ? Precision::FP64 : Precision::FP32));
+  CHECK(qr.precision() == Precision::Default);
+  CHECK(qr.setPrecision(Precision::Default).precision() == Precision::Default);
   const std::vector<Precision> others =
       isDouble ? std::vector<Precision>{Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16,
                                         Precision::BF16, Precision::FP16x3}
@@ -427,6 +430,7 @@ void precisionApiSuite(Backend backend) {
     TCQR<M> source = factorInMode<Scalar>(A, backend, lowered);
     TCQR<M> copy(source);
     CHECK(copy.precision() == lowered);
+    CHECK(copy.activePrecision() == lowered);
     CHECK(copy.matrixQR() == source.matrixQR());  // a deep copy of the result: the same bits on every backend
     copy.compute(A);                               // through the copied backend state
     checkSameFactorization(copy, source, backend, lowered);
@@ -440,7 +444,10 @@ void precisionApiSuite(Backend backend) {
     INFO("setPrecision() between two compute() calls on one object");
     TCQR<M> obj = factorInMode<Scalar>(A, backend, modesOf<Scalar>().front());
     const M first = obj.matrixQR();
-    obj.setPrecision(lowered).compute(A);
+    obj.setPrecision(lowered);
+    CHECK(obj.activePrecision() == modesOf<Scalar>().front());  // still the factorization's mode until compute()
+    obj.compute(A);
+    CHECK(obj.activePrecision() == lowered);
     checkSameFactorization(obj, factorInMode<Scalar>(A, backend, lowered), backend, lowered);
     if (!isDouble) CHECK(relativeDifference(obj.matrixQR(), first) > 30 * epsOf<Scalar>());
   }
@@ -448,6 +455,9 @@ void precisionApiSuite(Backend backend) {
     INFO("Default factors as the mode it resolves to");
     const TCQR<M> viaDefault = factorInMode<Scalar>(A, backend, Precision::Default);
     const Precision resolved = isDouble ? Precision::FP64 : Precision::FP32;
+    CHECK(tcqr::resolvePrecision(Precision::Default, isDouble, backend, A.rows(), A.cols()) == resolved);
+    CHECK(viaDefault.precision() == Precision::Default);
+    CHECK(viaDefault.activePrecision() == resolved);
     const TCQR<M> explicitMode = factorInMode<Scalar>(A, backend, resolved);
     checkSameFactorization(viaDefault, explicitMode, backend, resolved);
   }

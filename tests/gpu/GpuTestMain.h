@@ -1,9 +1,11 @@
 // GpuTestMain.h - the main() of every GPU test program (tests/gpu/test_*.cpp, after DOCTEST_CONFIG_IMPLEMENT and
-// doctest.h): exits 77 (CTest: SKIP_RETURN_CODE, reported as skipped) when no CUDA device is usable, otherwise names
-// the device, so that every log says which card ran it, and runs doctest with the command line.
+// doctest.h), and the device helpers they share (DeviceArray, freeDeviceMemory). main() exits 77 (CTest:
+// SKIP_RETURN_CODE, reported as skipped) when no CUDA device is usable, otherwise names the device, so that every log
+// says which card ran it, and runs doctest with the command line.
 #ifndef TCQR_TESTS_GPU_GPUTESTMAIN_H
 #define TCQR_TESTS_GPU_GPUTESTMAIN_H
 
+#include <cstddef>
 #include <cstdio>
 
 #include <cuda_runtime.h>
@@ -12,6 +14,30 @@
 #include <tcqr/Backend.h>
 
 namespace tcqr_test {
+
+/// Owning device allocation, freed on scope exit (also when a REQUIRE throws); p is null when cudaMalloc failed.
+template <typename T>
+struct DeviceArray {
+  T* p = nullptr;
+  explicit DeviceArray(size_t count) {
+    if (cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(T)) != cudaSuccess) {
+      cudaGetLastError();
+      p = nullptr;
+    }
+  }
+  ~DeviceArray() {
+    if (p) cudaFree(p);
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+};
+
+/// Free device memory in bytes (cudaMemGetInfo).
+inline size_t freeDeviceMemory() {
+  size_t freeBytes = 0, totalBytes = 0;
+  cudaMemGetInfo(&freeBytes, &totalBytes);
+  return freeBytes;
+}
 
 inline int runGpuTests(int argc, char** argv) {
   if (!tcqr::cudaDeviceAvailable()) {

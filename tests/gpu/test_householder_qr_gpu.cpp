@@ -41,6 +41,8 @@
 using tcqr::Backend;
 using tcqr_test::Index;
 using tcqr_test::Mat;
+using tcqr_test::DeviceArray;
+using tcqr_test::freeDeviceMemory;
 using tcqr_test::Options;
 
 namespace {
@@ -53,23 +55,6 @@ namespace {
     REQUIRE(e_ == cudaSuccess);                    \
   } while (0)
 
-/// Owning device allocation, freed on scope exit (also when a REQUIRE throws).
-template <typename T>
-struct DeviceArray {
-  T* p = nullptr;
-  explicit DeviceArray(size_t count) {
-    if (cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(T)) != cudaSuccess) {
-      cudaGetLastError();
-      p = nullptr;
-    }
-  }
-  ~DeviceArray() {
-    if (p) cudaFree(p);
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-};
-
 struct Stream {
   cudaStream_t s = nullptr;
   Stream() { cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }
@@ -77,12 +62,6 @@ struct Stream {
     if (s) cudaStreamDestroy(s);
   }
 };
-
-size_t freeDeviceMemory() {
-  size_t freeBytes = 0, totalBytes = 0;
-  cudaMemGetInfo(&freeBytes, &totalBytes);
-  return freeBytes;
-}
 
 /// Counter-based uniform numbers in [-1, 1) (splitmix64 of seed and index): fills huge matrices in parallel.
 inline float hashUniform(std::uint64_t seed, std::uint64_t i) {

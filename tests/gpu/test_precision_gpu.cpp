@@ -29,6 +29,8 @@
 using tcqr::Backend;
 using tcqr::Precision;
 using tcqr_test::Index;
+using tcqr_test::DeviceArray;
+using tcqr_test::freeDeviceMemory;
 using tcqr_test::Mat;
 
 TCQR_GPU_TEST_MAIN()
@@ -134,6 +136,82 @@ TEST_SUITE("gpu") {
     const Eigen::MatrixXd Af = tcqr_test::toDouble(A);
     const double backward = (Af - tcqr_test::toDouble(Q) * R).norm() / Af.norm();
     CHECK(tcqr_test::report("backward", backward) <= tcqr_test::modeBounds(Precision::FP32).backward);
+  }
+
+  // Precision::Default for float on the GPU (tcqr::resolvePrecision): FP16x3 from 1024 rows and columns and 2^26
+  // entries, the same factorization as an explicit FP16x3 within its accuracy; when the device is short of memory for
+  // FP16x3's operand workspace, FP32 instead (while an explicit FP16x3 fails with out-of-memory).
+  TEST_CASE("[Cuda] Default runs FP16x3 on large float matrices, FP32 when device memory is short") {
+    TCQR_RANDOM_SEED();
+    Eigen::initParallel();
+    using M = Mat<float>;
+    const Index n = 8192;
+    REQUIRE(tcqr::resolvePrecision(Precision::Default, false, Backend::Cuda, n, n) == Precision::FP16x3);
+    // Gaussian plus 4 sqrt(n) I: condition number about 3, so that two runs that round differently (an explicit mode
+    // against Default) give packed factors within the mode's backward bound of each other.
+    Eigen::MatrixXd Ad = tcqr_test::gaussianMatrix(n, n);
+    Ad.diagonal().array() += 4.0 * std::sqrt(double(n));
+    const M A = Ad.cast<float>();
+    Ad = tcqr_test::toDouble(A);
+    // ||A - Q R||_F estimated from Gaussian probes X: E ||E x||^2 = ||E||_F^2 for x ~ N(0, I) (16 probes: within about
+    // 20% of the exact norm). Q R X = Q (R X), Q's product on the device.
+    const Eigen::MatrixXd X = tcqr_test::gaussianMatrix(n, 16);
+    const Eigen::MatrixXd AX = Ad * X;
+    auto backwardEstimate = [&](const tcqr_test::TCQR<M>& qr) {
+      const Eigen::MatrixXd RX = tcqr_test::rInDouble(qr) * X;
+      const M QRX = qr.householderQ() * M(RX.cast<float>());
+      return (AX - tcqr_test::toDouble(QRX)).norm() / std::sqrt(16.0) / Ad.norm();
+    };
+    const double bound = tcqr_test::kTestSlack * tcqr_test::modeBounds(Precision::FP16x3).backward;
+
+    tcqr_test::TCQR<M> viaDefault;
+    viaDefault.setBackend(Backend::Cuda).compute(A);
+    REQUIRE(viaDefault.info() == Eigen::Success);
+    CHECK(viaDefault.precision() == Precision::Default);
+    CHECK(viaDefault.activePrecision() == Precision::FP16x3);
+    CHECK(tcqr_test::report("backward (estimate)", backwardEstimate(viaDefault)) <= bound);
+    tcqr_test::checkSameFactorization(viaDefault, tcqr_test::factorInMode<float>(A, Backend::Cuda, Precision::FP16x3),
+                                      Backend::Cuda, Precision::FP16x3);
+
+    // FP32's footprint with a fresh object (buffers, handles, cuBLAS workspace), then leave it plus 256 MiB free:
+    // FP16x3 needs about 512 MiB more here (two FP16 halves per entry of its largest operands, conversionBytes).
+    size_t fp32Bytes = 0;
+    M fp32QR;
+    {
+      const size_t before = freeDeviceMemory();
+      const auto fp32 = tcqr_test::factorInMode<float>(A, Backend::Cuda, Precision::FP32);
+      fp32.synchronize();
+      const size_t after = freeDeviceMemory();
+      REQUIRE(before > after);
+      fp32Bytes = before - after;
+      fp32QR = fp32.matrixQR();
+    }
+    const size_t keep = fp32Bytes + (size_t(256) << 20), available = freeDeviceMemory();
+    INFO("FP32 footprint " << (fp32Bytes >> 20) << " MiB, free " << (available >> 20) << " MiB");
+    REQUIRE(available > keep);
+    {
+      DeviceArray<char> hog(available - keep);
+      REQUIRE(hog.p != nullptr);
+      bool threw = false;
+      try {
+        tcqr_test::factorInMode<float>(A, Backend::Cuda, Precision::FP16x3);
+      } catch (const tcqr::Error& e) {
+        threw = true;
+        INFO("what(): " << e.what());
+        CHECK(e.isOutOfMemory());
+      }
+      CHECK(threw);  // an explicit mode does not fall back
+      tcqr_test::TCQR<M> shortOfMemory;
+      shortOfMemory.setBackend(Backend::Cuda).compute(A);
+      REQUIRE(shortOfMemory.info() == Eigen::Success);
+      CHECK(shortOfMemory.precision() == Precision::Default);
+      CHECK(shortOfMemory.activePrecision() == Precision::FP32);
+      CHECK(tcqr_test::relativeDifference(shortOfMemory.matrixQR(), fp32QR) <=
+            tcqr_test::modeBounds(Precision::FP32).backward);
+      CHECK(tcqr_test::report("backward (estimate), FP32 fallback", backwardEstimate(shortOfMemory)) <=
+            tcqr_test::kTestSlack * tcqr_test::modeBounds(Precision::FP32).backward);
+    }
+    CHECK(cudaGetLastError() == cudaSuccess);
   }
 
   TEST_CASE_TEMPLATE("[Cuda] solve() in every precision mode", T, float, double) {

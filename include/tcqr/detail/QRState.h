@@ -102,6 +102,8 @@ class QRState {
   virtual void setPanel(Panel panel) = 0;
   /// Arithmetic of the products of the next factorization (validated by the front end for the scalar type).
   virtual void setPrecision(Precision precision) = 0;
+  /// The mode the current factorization ran in (Precision::Default resolved for this backend and shape).
+  virtual Precision activePrecision() const noexcept = 0;
   /// Makes the object run on a user stream (null: the object's own stream). No effect on the Host backend.
   virtual void setStream(CUstream_st* stream) = 0;
 };
