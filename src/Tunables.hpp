@@ -189,7 +189,7 @@ inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n,
 /// Precision::Default for float on the GPU (resolvePrecision): FP16x3 for matrices with at least
 /// kDefaultFp16x3MinDim = 1024 rows and columns and kDefaultFp16x3MinElements = 2^26 entries, FP32 below (and on
 /// the Host backend, where FP16x3's products would be emulated). FP16x3 keeps FP32-class accuracy (1.1-1.8x FP32's
-/// backward error, 1.0-1.6x cuSOLVER SGEQRF's), and these are the shapes where it is also faster. H100, one process,
+/// backward error, 0.9-1.6x cuSOLVER SGEQRF's), and these are the shapes where it is also faster. H100, one process,
 /// FP32 / FP16x3 medians (bench/results/logs/2026-11-27-h100-default-candidates-538ea9b.log): 262144 x 1024 27.2 /
 /// 25.6 ms, 8192^2 53.8 / 47.2, 20000 x 5000 57.1 / 48.4 (and the sweep: 131072 x 2048 -14%, 524288 x 2048 -21%,
 /// 16384^2 -28%, 32768^2 -41%); below the size it gains nothing and lost up to 2.3%: 32768 x 1024 8.51 / 8.39,

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# temporary: FP32 vs FP16x3 on in-between shapes, and the rest suites
+# temporary: the default-mode test verbose, qr_bench default rows, then the householder suite
 B=build-dev/bin; C=$(cat build-dev/COMMIT)
+TCQR_TEST_VERBOSE=1 $B/test_precision_gpu -tc="*Default runs FP16x3*" -s > $OUT/default-test.log 2>&1
 nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/bench.log
-date >> $OUT/bench.log
-$B/qr_bench --precision float --mode FP32,FP16x3,TF32x3 --shapes 1024x1024,2048x2048,3000x3000,4096x4096,8192x8192,65536x768,262144x1024,32768x1024,100000x600,20000x5000 --reps 5 --warmup 2 --e2e 4096x4096 --commit $C --no-csv >> $OUT/bench.log 2>&1
-date >> $OUT/bench.log
-OUT=$OUT LIMIT=200 bash tools/device_tests.sh rest > $OUT/rest.txt 2>&1
+$B/qr_bench --precision float,double --mode default --shapes 4096x4096,8192x8192,16384x16384,131072x2048,65536x1024,100000x600 --reps 5 --warmup 2 --e2e 8192x8192 --commit $C --csv $OUT/default.csv >> $OUT/bench.log 2>&1
+OUT=$OUT LIMIT=420 bash tools/device_tests.sh householder > $OUT/householder.txt 2>&1

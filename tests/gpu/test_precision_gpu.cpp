@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -197,7 +198,7 @@ TEST_SUITE("gpu") {
         tcqr_test::factorInMode<float>(A, Backend::Cuda, Precision::FP16x3);
       } catch (const tcqr::Error& e) {
         threw = true;
-        INFO("what(): " << e.what());
+        INFO("what(): " << std::string(e.what()));
         CHECK(e.isOutOfMemory());
       }
       CHECK(threw);  // an explicit mode does not fall back
