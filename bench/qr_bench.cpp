@@ -158,16 +158,25 @@ bool parseMode(const std::string& s, tcqr::Precision& p) {
   return parseModeName(s, p);
 }
 
-/// The modes of `o` that apply to a precision, Default resolved for an m x n matrix on `backend`, duplicates dropped,
-/// in the order given.
+/// The modes of `o` that apply to a precision, in the order given, without a second request for what an earlier one
+/// runs on an m x n matrix on `backend` (Default resolved by tcqr::resolvePrecision). Default stays Default: the row
+/// then measures what the library does with it (and says so in its notes).
 std::vector<tcqr::Precision> modesFor(const Options& o, bool isDouble, tcqr::Backend backend, i64 m, i64 n) {
-  std::vector<tcqr::Precision> out;
+  std::vector<tcqr::Precision> out, resolved;
   for (tcqr::Precision p : o.modes) {
     if (!tcqr::precisionSupported(p, isDouble)) continue;
     const tcqr::Precision r = tcqr::resolvePrecision(p, isDouble, backend, m, n);
-    if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+    if (std::find(resolved.begin(), resolved.end(), r) != resolved.end()) continue;
+    resolved.push_back(r);
+    out.push_back(p);
   }
   return out;
+}
+
+/// The row label of a requested mode: the mode it resolves to on the GPU for m x n (corrected after the run by
+/// activePrecision(), see notePrecision).
+std::string modeLabel(tcqr::Precision requested, bool isDouble, i64 m, i64 n) {
+  return tcqr::precisionName(tcqr::resolvePrecision(requested, isDouble, tcqr::Backend::Cuda, m, n));
 }
 
 [[noreturn]] void badArg(const std::string& msg) {
@@ -479,7 +488,8 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
   Row r;
   r.op = "geqrf";
   r.precision = V::name;
-  r.mode = tcqr::precisionName(mode);
+  r.mode = modeLabel(mode, std::is_same<S, double>::value, m, n);
+  if (mode == tcqr::Precision::Default) r.note("default");
   r.m = m;
   r.n = n;
   r.baseline = V::geqrfName;
@@ -509,7 +519,10 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
     r.oursMs = median(t);
     r.oursTf = tflops(m, n, r.oursMs);
     if (qr.info() != Eigen::Success) r.note("ours: info() != Success");
-    if (qr.activePrecision() != mode) r.note(std::string("ran in ") + tcqr::precisionName(qr.activePrecision()));
+    if (r.mode != tcqr::precisionName(qr.activePrecision())) {  // Default's FP32 fallback (device memory short)
+      r.note(std::string("resolved to ") + r.mode + ", ran in " + tcqr::precisionName(qr.activePrecision()));
+      r.mode = tcqr::precisionName(qr.activePrecision());
+    }
     if (o.errors) {
       try {
         std::string why;
@@ -617,7 +630,8 @@ Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) 
   Row r;
   r.op = "geqrf_e2e";
   r.precision = "float";
-  r.mode = tcqr::precisionName(mode);
+  r.mode = modeLabel(mode, false, m, n);
+  if (mode == tcqr::Precision::Default) r.note("default");
   r.m = m;
   r.n = n;
   r.baseline = "Eigen::HouseholderQR(cpu," + std::to_string(threads) + " threads)";
@@ -648,7 +662,10 @@ Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) 
     });
     r.oursTf = tflops(m, n, r.oursMs);
     if (qr.info() != Eigen::Success) r.note("ours: info() != Success");
-    if (qr.activePrecision() != mode) r.note(std::string("ran in ") + tcqr::precisionName(qr.activePrecision()));
+    if (r.mode != tcqr::precisionName(qr.activePrecision())) {  // Default's FP32 fallback (device memory short)
+      r.note(std::string("resolved to ") + r.mode + ", ran in " + tcqr::precisionName(qr.activePrecision()));
+      r.mode = tcqr::precisionName(qr.activePrecision());
+    }
     if (o.errors) {
       const ErrPair e = hostErrors(A, qr.matrixQR(), qr.hCoeffs());
       r.bwd = e.bwd;
@@ -767,7 +784,9 @@ int main(int argc, char** argv) {
   {
     std::string list;
     for (tcqr::Precision m : o.modes) list += (list.empty() ? "" : ",") + std::string(tcqr::precisionName(m));
-    std::printf("modes: %s (Default = the library default: FP32 for float, FP64 for double)\n", list.c_str());
+    std::printf("modes: %s (Default = the library default, tcqr::resolvePrecision: FP64 for double; for float FP16x3\n"
+                "       from 1024 rows and columns and 2^26 entries, FP32 below; rows name the mode that ran)\n",
+                list.c_str());
   }
   CsvWriter csv(o, card, date);
   std::vector<Row> rows;
@@ -806,7 +825,7 @@ int main(int argc, char** argv) {
             Row r;
             r.op = "geqrf";
             r.precision = p == 0 ? "float" : "double";
-            r.mode = tcqr::precisionName(mode);
+            r.mode = modeLabel(mode, p == 1, s.m, s.n);
             r.m = s.m;
             r.n = s.n;
             r.baseline = p == 0 ? "cusolverDnSgeqrf" : "cusolverDnDgeqrf";
@@ -831,7 +850,7 @@ int main(int argc, char** argv) {
         Row r;
         r.op = "geqrf_e2e";
         r.precision = "float";
-        r.mode = tcqr::precisionName(mode);
+        r.mode = modeLabel(mode, false, o.e2e.m, o.e2e.n);
         r.m = o.e2e.m;
         r.n = o.e2e.n;
         r.baseline = "Eigen::HouseholderQR(cpu," + std::to_string(threads) + " threads)";

@@ -83,7 +83,10 @@ class CudaQRState final : public QRState<S> {
     c->setPrecision(m_precision);
     c->m_ctx.setStream(m_ctx.userStream());  // nothing is queued on c's stream yet
     synchronize();
-    c->allocateIn(m_rows, m_cols, m_mode);  // the copy's T and packed factor are in this mode
+    // Sized for the storage precision: a copy only multiplies by Q and solves (in S, makeOps), and its next compute()
+    // sizes its buffers again, so FP16x3's operand workspace (about twice the matrix) would be dead weight.
+    c->allocateIn(m_rows, m_cols, std::is_same<S, double>::value ? Precision::FP64 : Precision::FP32);
+    c->m_mode = m_mode;  // the mode the copied factorization ran in
     const Index k = std::min(m_rows, m_cols);
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
     copyD2D(c->m_t.get(), m_t.get(), k * k);
@@ -304,9 +307,11 @@ class CudaQRState final : public QRState<S> {
   }
 
   // Resolves the mode of a factorization of rows x cols and sizes every buffer it needs. Precision::Default's FP16x3
-  // falls back to FP32 when its conversion workspace does not fit: FP32 needs about a third of the memory (no
-  // operand halves), and a default must not fail where FP32 would succeed. An explicitly requested mode does not
-  // fall back.
+  // falls back to FP32 when its buffers do not fit (FP32 needs about 30% less here, no operand halves: 1126 against
+  // about 1640 MiB at 8192^2), so that the default does not fail to factor where FP32 would succeed. On a device that
+  // tight every compute() tries FP16x3 first and, after the out-of-memory error, releases everything and sizes for
+  // FP32: an allocation pass more, small next to a factorization of at least 2^26 entries. An explicitly requested
+  // mode does not fall back.
   void allocate(Index rows, Index cols) {
     const Precision mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Cuda, rows, cols);
     if (m_precision == Precision::Default && mode == Precision::FP16x3) {
@@ -325,13 +330,12 @@ class CudaQRState final : public QRState<S> {
   // Sizes every buffer a factorization of rows x cols in `mode` needs. On failure (out of memory) all device memory
   // of the object is released, so a failed compute() leaks nothing and the next one starts clean.
   void allocateIn(Index rows, Index cols, Precision mode) {
-    m_mode = mode;
     const Index k = std::min(rows, cols);
     // T (k x k) of the compact WY form: the factorization keeps no m x k W.
-    const int lanes = lookaheadLanes(resolvedPrecision(), rows, cols);  // factorRecursive's look-ahead
+    const int lanes = lookaheadLanes(mode, rows, cols);  // factorRecursive's look-ahead
     const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(k * k, 1), std::max<Index>(k, 1),
                            std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes), 1)};
-    const Index convBytes = conversionBytes(resolvedPrecision(), rows, cols);
+    const Index convBytes = conversionBytes(mode, rows, cols);
     const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors(),
                                                  tnSequentialTiles(std::is_same<S, double>::value));
     const bool grows = need[0] > m_a.capacity() || need[1] > m_t.capacity() ||
@@ -347,7 +351,7 @@ class CudaQRState final : public QRState<S> {
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
       if (partialBytes > 0) m_partials.buffer.reserve(partialBytes);
       m_ctx.reserveLanes(lanes, convBytes, partialBytes);
-      if (scalesColumns(resolvedPrecision(), cols)) m_colScale.reserve(std::max<Index>(cols, 1));
+      if (scalesColumns(mode, cols)) m_colScale.reserve(std::max<Index>(cols, 1));
       m_lastRow.reserve(cols, stream());
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {
         size_t dBytes = 0, hBytes = 0;
@@ -365,11 +369,13 @@ class CudaQRState final : public QRState<S> {
     }
     m_rows = rows;
     m_cols = cols;
+    m_mode = mode;
   }
 
   // After a failed allocation: nothing is kept (the object is empty and reusable, see the out-of-memory test).
   void releaseAll() {
     m_rows = m_cols = 0;
+    m_mode = Precision::Default;
     m_workQueried = std::make_pair(Index(-1), Index(-1));
     m_a.release();
     m_t.release();
