@@ -189,11 +189,14 @@ inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n,
 /// Precision::Default for float on the GPU (resolvePrecision): FP16x3 for matrices with at least
 /// kDefaultFp16x3MinDim = 1024 rows and columns and kDefaultFp16x3MinElements = 2^26 entries, FP32 below (and on
 /// the Host backend, where FP16x3's products would be emulated). FP16x3 keeps FP32-class accuracy (1.1-2.8x FP32's
-/// backward error, 0.9-2.0x cuSOLVER SGEQRF's; the most on tall 2048-column shapes), and these are the shapes where it is also faster. H100, one process,
-/// FP32 / FP16x3 medians (bench/results/logs/2026-11-27-h100-default-candidates-538ea9b.log): 262144 x 1024 27.2 /
-/// 25.6 ms, 8192^2 53.8 / 47.2, 20000 x 5000 57.1 / 48.4 (and the sweep: 131072 x 2048 -14%, 524288 x 2048 -21%,
-/// 16384^2 -28%, 32768^2 -41%); below the size it was within -2.1% to +2.3% (noise): 32768 x 1024 8.51 / 8.39,
-/// 4096^2 18.8 / 18.4, 3000^2 13.5 / 13.7, 2048^2 8.00 / 8.15, 100000 x 600 7.33 / 7.50, 65536 x 768 8.00 / 8.16.
+/// backward error, 0.9-2.0x cuSOLVER SGEQRF's; the most on tall 2048-column shapes), and these are the shapes where
+/// it is also faster. H100, one process, FP32 / FP16x3 medians
+/// (bench/results/logs/2026-11-27-h100-default-candidates-538ea9b.log): 262144 x 1024 27.2 / 25.6 ms, 8192^2 53.8 /
+/// 47.2, 20000 x 5000 57.1 / 48.4 (and the sweep: 131072 x 2048 -14%, 524288 x 2048 -21%, 16384^2 -28%, 32768^2
+/// -41%; at e77266e, ...-2026-11-28-h100-default-review-e77266e.log: 65536 x 1024 11.14 / 10.84, 1024 x 65536 12.16
+/// / 11.77, 4096 x 16384 34.0 / 30.6); below the size it was within -2.1% to +2.3% (noise): 32768 x 1024 8.51 /
+/// 8.39, 4096^2 18.8 / 18.4, 3000^2 13.5 / 13.7, 2048^2 8.00 / 8.15, 100000 x 600 7.33 / 7.50, 65536 x 768 8.00 /
+/// 8.16.
 /// (Up to 512 columns FP16x3 runs every product in FP32 anyway, kFp16x3Fp32MaxDim.)
 constexpr std::ptrdiff_t kDefaultFp16x3MinDim = 1024;
 constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 26;
