@@ -302,6 +302,15 @@ struct CudaOps {
     return tb == Op::N ? "gemm large NN" : "gemm large NT";
   }
   static double gemmFlops(Index m, Index n, Index k) { return 2.0 * double(m) * double(n) * double(k); }
+  /// Trace label of a storage-precision product (gemmExact): mk = the larger of its result rows and inner dimension
+  /// (T's order in trmmUpperGemm's blocks and the merges), n = its result columns. For finding where T's products lose
+  /// their rate in situ (FP16 32768^2: about 20 TFLOP/s overall, against 41-50 for the same shapes alone).
+  static const char* exactLabel(Index m, Index n, Index k) {
+    const Index mk = std::max(m, k);
+    if (n <= 256) return mk <= 256 ? "gemmExact mk<=256 n<=256" : "gemmExact mk>256 n<=256";
+    if (mk <= 256) return "gemmExact mk<=256 n>256";
+    return mk <= 1024 ? "gemmExact mk<=1024 n>256" : "gemmExact mk>1024 n>256";
+  }
 
   int lanes() const { return laneCount; }
   /// Lane q waits for everything queued on this lane so far, then f(ops of lane q) queues work on it. Only
@@ -443,7 +452,7 @@ struct CudaOps {
       if (beta == S(0)) setZero(C);
       return;
     }
-    const auto t = traced("gemmExact", gemmFlops(C.rows, C.cols, k));
+    const auto t = traced(exactLabel(C.rows, C.cols, k), gemmFlops(C.rows, C.cols, k));
     Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
   }
 
