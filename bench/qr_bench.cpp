@@ -306,6 +306,14 @@ struct Row {
   void note(const std::string& s) { notes += (notes.empty() ? "" : "; ") + s; }
 };
 
+/// Relabels a row with the mode ours actually ran in when it differs from the label modeLabel gave (Default's FP32
+/// fallback when device memory is short), and notes both.
+void notePrecision(Row& r, tcqr::Precision ran) {
+  if (r.mode == tcqr::precisionName(ran)) return;
+  r.note("resolved to " + r.mode + ", ran in " + tcqr::precisionName(ran));
+  r.mode = tcqr::precisionName(ran);
+}
+
 /// Householder QR flop count (LAPACK geqrf, real): 2mn^2 - 2n^3/3 for m >= n, 2nm^2 - 2m^3/3 otherwise.
 double qrFlops(i64 m, i64 n) {
   const double a = double(std::max(m, n)), b = double(std::min(m, n));
@@ -519,10 +527,7 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
     r.oursMs = median(t);
     r.oursTf = tflops(m, n, r.oursMs);
     if (qr.info() != Eigen::Success) r.note("ours: info() != Success");
-    if (r.mode != tcqr::precisionName(qr.activePrecision())) {  // Default's FP32 fallback (device memory short)
-      r.note(std::string("resolved to ") + r.mode + ", ran in " + tcqr::precisionName(qr.activePrecision()));
-      r.mode = tcqr::precisionName(qr.activePrecision());
-    }
+    notePrecision(r, qr.activePrecision());
     if (o.errors) {
       try {
         std::string why;
@@ -662,10 +667,7 @@ Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) 
     });
     r.oursTf = tflops(m, n, r.oursMs);
     if (qr.info() != Eigen::Success) r.note("ours: info() != Success");
-    if (r.mode != tcqr::precisionName(qr.activePrecision())) {  // Default's FP32 fallback (device memory short)
-      r.note(std::string("resolved to ") + r.mode + ", ran in " + tcqr::precisionName(qr.activePrecision()));
-      r.mode = tcqr::precisionName(qr.activePrecision());
-    }
+    notePrecision(r, qr.activePrecision());
     if (o.errors) {
       const ErrPair e = hostErrors(A, qr.matrixQR(), qr.hCoeffs());
       r.bwd = e.bwd;

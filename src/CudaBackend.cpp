@@ -85,7 +85,7 @@ class CudaQRState final : public QRState<S> {
     synchronize();
     // Sized for the storage precision: a copy only multiplies by Q and solves (in S, makeOps), and its next compute()
     // sizes its buffers again, so FP16x3's operand workspace (about twice the matrix) would be dead weight.
-    c->allocateIn(m_rows, m_cols, std::is_same<S, double>::value ? Precision::FP64 : Precision::FP32);
+    c->allocateIn(m_rows, m_cols, kStorageMode);
     c->m_mode = m_mode;  // the mode the copied factorization ran in
     const Index k = std::min(m_rows, m_cols);
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
@@ -256,8 +256,8 @@ class CudaQRState final : public QRState<S> {
       default: return PanelKind::Hybrid;
     }
   }
-  /// The mode of the current factorization, or of the one being set up (allocate() resolves it).
-  Precision resolvedPrecision() const { return m_mode; }
+  /// The mode of products in S itself (solve, Q products, and a copy's buffers).
+  static constexpr Precision kStorageMode = std::is_same<S, double>::value ? Precision::FP64 : Precision::FP32;
   View<S> viewA() const { return View<S>(m_a.get(), m_rows, m_cols, m_rows); }
   /// T (k x k) of Q = I - Y T Y^T, or of its WY blocks (m_blocks): the compact WY form (Algorithms.hpp).
   View<S> viewT() const {
@@ -274,7 +274,7 @@ class CudaQRState final : public QRState<S> {
   /// than the default in TF32 and 5% slower in FP64 at 16384^2 (H100, docs/DESIGN.md, "Panels").
   Index panelKernelRows(Index rows, Index cols) const {
     if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
-    if (lookaheadLanes(resolvedPrecision(), rows, cols) > 0) return 0;
+    if (lookaheadLanes(m_mode, rows, cols) > 0) return 0;
     return kernels::householderPanelMaxRows<S>();
   }
 
@@ -282,8 +282,7 @@ class CudaQRState final : public QRState<S> {
 
   /// Ops for the factorization run in the object's precision mode; every other use (solve, Q products) in S.
   CudaOps<S> makeOps(bool factorization = false) const {
-    const Precision mode = factorization ? resolvedPrecision() : (std::is_same<S, double>::value ? Precision::FP64
-                                                                                                    : Precision::FP32);
+    const Precision mode = factorization ? m_mode : kStorageMode;
     CudaOps<S> ops{};
     m_ctx.fillOps(ops, factorization);
     ops.work = &m_work;
