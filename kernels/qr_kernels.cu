@@ -180,6 +180,75 @@ __global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P,
   }
 }
 
+// The partial products of launchSmallTN: block b writes P_b (p x c, contiguous at P + b p c) = the sum over its row
+// blocks (RB rows each, grid-stride) of A(rows)^T B(rows), for p, c <= 64 = W. A row block's sum runs in S through
+// shared memory, the row blocks' sums are added in double and rounded to S once. Thread (tx, ty) of the 16 x 16 owns
+// the entries (tx + 16 i, ty + 16 j), i, j < MT; RB keeps the two operand tiles at about 33 KB of shared memory.
+template <typename S, int MT>
+struct SmallTnShape {
+  static constexpr int W = 16 * MT, LD = W + 1;
+  static constexpr int RB = (sizeof(S) == 4 ? 4096 : 2048) / W;  // float: 128 / 64 rows; double: 64 / 32
+};
+
+template <typename S, int MT>
+__global__ void __launch_bounds__(256) smallTnKernel(const S* __restrict__ A, Index lda, const S* __restrict__ B,
+                                                     Index ldb, Index k, int p, int c, S* __restrict__ P) {
+  using Shape = SmallTnShape<S, MT>;
+  constexpr int W = Shape::W, LD = Shape::LD, RB = Shape::RB;
+  __shared__ S As[RB * LD], Bs[RB * LD];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  double total[MT][MT];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < MT; ++j) total[i][j] = 0.0;
+  const Index rowBlocks = (k + RB - 1) / RB;
+  for (Index rb = blockIdx.x; rb < rowBlocks; rb += gridDim.x) {
+    const Index r0 = rb * RB;
+    // Row kk of the tile is row r0 + kk: consecutive threads read consecutive rows of a column (coalesced); the
+    // columns beyond p (c) and the rows beyond k are zeros.
+#pragma unroll 4
+    for (int e = tid; e < RB * W; e += 256) {
+      const int kk = e % RB, col = e / RB;
+      const Index row = r0 + kk;
+      const bool in = row < k;
+      As[kk * LD + col] = (in && col < p) ? A[row + col * lda] : S(0);
+      Bs[kk * LD + col] = (in && col < c) ? B[row + col * ldb] : S(0);
+    }
+    __syncthreads();
+    S acc[MT][MT];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < MT; ++j) acc[i][j] = S(0);
+#pragma unroll 8
+    for (int kk = 0; kk < RB; ++kk) {
+      S a[MT], b[MT];
+#pragma unroll
+      for (int i = 0; i < MT; ++i) a[i] = As[kk * LD + tx + 16 * i];
+#pragma unroll
+      for (int j = 0; j < MT; ++j) b[j] = Bs[kk * LD + ty + 16 * j];
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < MT; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < MT; ++j) total[i][j] += double(acc[i][j]);
+    __syncthreads();
+  }
+  S* mine = P + Index(blockIdx.x) * p * c;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+      const int r = tx + 16 * i, col = ty + 16 * j;
+      if (r < p && col < c) mine[r + col * p] = static_cast<S>(total[i][j]);
+    }
+}
+
 // Householder reflector of one column x (m entries), Eigen's makeHouseholder / LAPACK larfg, in two launches:
 // partial sums of squares of the tail x(1 : m) (the first block also saves x(0), which the second launch overwrites),
 // then every block reduces the partials, and applies beta, tau and the scaling 1 / (x0 - beta) to its rows.
@@ -424,6 +493,25 @@ void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta
 }
 
 template <typename S>
+void launchSmallTN(const S* A, Index lda, const S* B, Index ldb, Index k, Index p, Index c, S alpha, S beta, S* C,
+                   Index ldc, S* partials, int maxBlocks, cudaStream_t stream) {
+  if (p <= 0 || c <= 0) return;
+  if (p > 64 || c > 64)
+    detail::throwError(ErrorSource::Kernel, 0, "p or c > 64", "launchSmallTN", __FILE__, __LINE__);
+  const bool narrow = p <= 32 && c <= 32;
+  const Index rb = narrow ? SmallTnShape<S, 2>::RB : SmallTnShape<S, 4>::RB;
+  const Index blocks = std::max<Index>(1, std::min<Index>((k + rb - 1) / rb, std::max(maxBlocks, 1)));
+  if (narrow)
+    smallTnKernel<S, 2><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(A, lda, B, ldb, k, static_cast<int>(p),
+                                                                           static_cast<int>(c), partials);
+  else
+    smallTnKernel<S, 4><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(A, lda, B, ldb, k, static_cast<int>(p),
+                                                                           static_cast<int>(c), partials);
+  TCQR_CHECK_LAUNCH("smallTnKernel");
+  launchAddBatches<S>(partials, blocks, p, c, alpha, beta, C, ldc, stream);
+}
+
+template <typename S>
 void launchColumnReflector(S* x, Index m, S* tau, S* scratch, cudaStream_t stream) {
   if (m <= 0) return;
   const int blocks = static_cast<int>(std::min<Index>(kColumnBlocks, std::max<Index>(1, (m + 2047) / 2048)));
@@ -475,6 +563,8 @@ void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, 
                                      cudaStream_t, S*, Index, const S*);                                \
   template void launchColumnReflector<S>(S*, Index, S*, S*, cudaStream_t);                              \
   template void launchAddBatches<S>(const S*, Index, Index, Index, S, S, S*, Index, cudaStream_t);         \
+  template void launchSmallTN<S>(const S*, Index, const S*, Index, Index, Index, Index, S, S, S*, Index, S*, int, \
+                                 cudaStream_t);                                                         \
   template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);                \
   template void launchSmallUpdateTop<S>(const S*, Index, const S*, Index, Index, S*, Index, S*, Index, Index, bool, \
                                         cudaStream_t);                                                  \

@@ -219,7 +219,9 @@ void trmmLowerAcc(Ops& ops, Op opL, S alpha, View<S> L, View<S> Z, View<S> C) {
 constexpr Index kSmallWY = 32;
 
 /// Diagonal blocks of at most this many rows are multiplied in full by trmmUpperGemm (75% of a full product's flops at
-/// 512 rows, the FP32/FP64 merge cap).
+/// 512 rows, the FP32/FP64 merge cap). 512 and 1024 (fewer, larger products, partly on zeros) were within noise of
+/// 256: FP16 32768^2 312.5-316.0 ms, FP16x3 16384^2 168.0-170.5 (H100, same binary, alternating;
+/// bench/results/logs/2026-11-28-h100-small-tn-ab.log).
 constexpr Index kTrmmUpperCutoff = 256;
 
 /// C = op(U) Z + beta C for U (k x k) upper triangular with zeros below its diagonal, by GEMMs in the storage

@@ -363,6 +363,7 @@ struct CudaOps {
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default ||
         (errorCorrected(mode) && x3ProductInFp32(mode, C.rows, C.cols, k))) {
       if (ta == Op::T && tb == Op::N) {
+        if (smallTN(alpha, A, B, beta, C, k)) return;
         auto batched = [&](Index c0, Index nc, Index kc, Index batch, S* P) {
           Blas<S>::gemmStridedBatchedTN(blas, C.rows, nc, kc, A.p, A.ld, kc, B.p + c0 * B.ld, B.ld, kc, P, C.rows,
                                         C.rows * nc, batch);
@@ -384,6 +385,20 @@ struct CudaOps {
       return;
     }
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
+  }
+  /// C = alpha A^T B + beta C by kernels::launchSmallTN where C is at most 64 x 64 and k within [smallTnMinInner,
+  /// kSmallTnMaxInner] (see there). Its blocks are capped by what the partials workspace holds as sized (nothing grows
+  /// during a factorization). Returns false (nothing done) elsewhere.
+  bool smallTN(S alpha, View<S> A, View<S> B, S beta, View<S> C, Index k) {
+    const Index minInner = smallTnMinInner();
+    if (partials == nullptr || minInner <= 0 || k < minInner || k > kSmallTnMaxInner || C.rows > 64 || C.cols > 64)
+      return false;
+    const Index fit = partials->buffer.capacity() / (Index(sizeof(S)) * C.rows * C.cols);
+    const int blocks = static_cast<int>(std::min<Index>(Index(4) * sms, fit));
+    if (blocks < 1) return false;
+    kernels::launchSmallTN<S>(A.p, A.ld, B.p, B.ld, k, C.rows, C.cols, alpha, beta, C.p, C.ld,
+                              reinterpret_cast<S*>(partials->buffer.get()), blocks, stream);
+    return true;
   }
   /// Whether gemmChunkedTN chunks a k-long TN product with a rows x cols result: with a partials workspace and at
   /// least two chunks.

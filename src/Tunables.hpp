@@ -232,6 +232,22 @@ inline int panelKernelRowsPerThread() {
   return v ? std::max(0, std::atoi(v)) : 0;
 }
 /// Threads per block of the element-wise kernels.
+/// C = A^T B with C at most 64 x 64 and an inner dimension of kSmallTnMinInner to kSmallTnMaxInner rows runs as
+/// kernels::launchSmallTN (CudaOps::gemm, the products that run in FP32 or FP64: the leaves' Z = Y^T B and the small
+/// merges) instead of cuBLAS's strided-batched chunks and the same reduction. H100, same binary, alternating
+/// (bench/results/logs/2026-11-28-h100-small-tn-ab.log), without / with it: FP16x3 16384^2 153.8-154.5 / 149.1-149.2
+/// ms, FP32 16384^2 215.8-216.2 / 210.6-211.0, FP32 4096^2 18.7-18.8 / 17.5-17.6, FP16x3 4096^2 18.0-18.3 / 17.1,
+/// FP64 4096^2 18.8-19.0 / 18.4-18.7, FP64 16384^2 215.6-217.7 / 217.5-218.0 (the traced "result<=64 wide" products
+/// of FP16x3 16384^2: 15.6 ms / 10.0 ms). Longer sums lost: with no upper bound 131072 x 2048 FP32 took 47.6-47.7 ms
+/// against 46.5-46.6, FP16x3 41.1 against 39.9-40.0, FP64 55.5-55.6 against 53.9, 1048576 x 256 FP32 12.15 against
+/// 11.92 (cuBLAS's chunks of 256 rows spread over more of the GPU there), hence the upper bound at the longest sum
+/// measured to gain. TCQR_SMALL_TN_MIN_INNER=<k> overrides the lower bound, 0 turns the kernel off (measurements).
+constexpr std::ptrdiff_t kSmallTnMinInner = 512, kSmallTnMaxInner = 16384;
+inline std::ptrdiff_t smallTnMinInner() {
+  static const Index v = envIndex("TCQR_SMALL_TN_MIN_INNER", kSmallTnMinInner);
+  return v;
+}
+
 constexpr int kElementwiseThreads = 256;
 
 }  // namespace detail

@@ -45,6 +45,14 @@ template <typename S>
 void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta, S* C, Index ldc,
                       cudaStream_t stream);
 
+/// C (p x c, ldc; p, c <= 64) = alpha A^T B + beta C for A (k x p) and B (k x c) with a long inner dimension k: one
+/// kernel writes the partial products of at most maxBlocks blocks to `partials` (p c elements each; rows summed in S
+/// in blocks of 32-128, those sums added in double) and launchAddBatches sums them in double (deterministic). With
+/// beta = 0, C is not read.
+template <typename S>
+void launchSmallTN(const S* A, Index lda, const S* B, Index ldb, Index k, Index p, Index c, S alpha, S beta, S* C,
+                   Index ldc, S* partials, int maxBlocks, cudaStream_t stream);
+
 /// Upper triangular T (k x k) of the compact WY form from S = Y^T Y and tau (LAPACK larft, forward, columnwise):
 /// T(i,i) = tau_i, T(0:i,i) = -tau_i T(0:i,0:i) S(0:i,i). Zeroes T below its diagonal.
 template <typename S>
