@@ -498,9 +498,11 @@ void launchSmallTN(const S* A, Index lda, const S* B, Index ldb, Index k, Index 
   if (p <= 0 || c <= 0) return;
   if (p > 64 || c > 64)
     detail::throwError(ErrorSource::Kernel, 0, "p or c > 64", "launchSmallTN", __FILE__, __LINE__);
+  static_assert(SmallTnShape<S, 2>::RB == smallTnRowBlock(32, 32, sizeof(S)) &&
+                    SmallTnShape<S, 4>::RB == smallTnRowBlock(64, 64, sizeof(S)),
+                "smallTnRowBlock (kernels.hpp) must describe the kernel");
   const bool narrow = p <= 32 && c <= 32;
-  const Index rb = narrow ? SmallTnShape<S, 2>::RB : SmallTnShape<S, 4>::RB;
-  const Index blocks = std::max<Index>(1, std::min<Index>((k + rb - 1) / rb, std::max(maxBlocks, 1)));
+  const Index blocks = smallTnBlocks(k, p, c, sizeof(S), maxBlocks);
   if (narrow)
     smallTnKernel<S, 2><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(A, lda, B, ldb, k, static_cast<int>(p),
                                                                            static_cast<int>(c), partials);

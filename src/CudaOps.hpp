@@ -225,6 +225,14 @@ inline Index accumChunkFor(Index k, Index rows, Index cols, int sms) {
   const Index min = (k + chunks - 1) / chunks;
   return std::max(kAccumChunk, (min + kAccumChunk - 1) / kAccumChunk * kAccumChunk);
 }
+/// Bytes of the partials of CudaOps::smallTN's largest product in a factorization of an m x n matrix (results of at
+/// most min(n, 64) columns and rows, inner dimension at most min(m, kSmallTnMaxInner)).
+inline Index smallTnPartialBytes(Index m, Index n, Index elemBytes, int sms) {
+  const Index k = std::min(m, kSmallTnMaxInner), w = std::min<Index>(n, 64);
+  if (k < kSmallTnMinInner || w < 1) return 0;
+  return kernels::smallTnBlocks(k, w, w, elemBytes, kSmallTnBlocksPerSM * sms) * w * w * elemBytes;
+}
+
 /// Partials workspace (bytes) reserved up front for factor() of an m x n matrix: what the largest TN products of
 /// the recursion (W1^T A2 and Y1^T W2: n1 x n2 over m rows) need at once, capped at the matrix's own size, but at
 /// least what any product whose chunks are set by filling the GPU needs (kAccumBlocksPerSM sms tiles); products that
@@ -232,9 +240,11 @@ inline Index accumChunkFor(Index k, Index rows, Index cols, int sms) {
 /// Where gemmChunkedTN adds the chunks of results of `sequentialTiles` tiles or more into C (double), only smaller
 /// results use the partials: at most max(kAccumChunks, GPU-filling) chunks of fewer than sequentialTiles tiles, which
 /// caps the reservation at about 210 MB in double on an H100 (16384^2 FP64 reserved 2.1 GB before, 32768^2 8.6 GB).
+/// At least smallTnPartialBytes (at most 17 MB in double on an H100), so that CudaOps::smallTN never grows it.
 inline Index accumPartialBytes(Index m, Index n, Index elemBytes, int sms, Index sequentialTiles = 0) {
+  const Index smallTn = smallTnPartialBytes(m, n, elemBytes, sms);
   const Index k = std::min(m, n);
-  if (k < 2) return 0;
+  if (k < 2) return smallTn;
   const Index n1 = std::max<Index>(1, k / 2), n2 = std::max<Index>(1, n - n1);
   const Index need = (m / accumChunkFor(m, n1, n2, sms)) * n1 * n2 * elemBytes;
   const Index floor = std::max(Index(32) << 20, kAccumBlocksPerSM * sms * kAccumTile * kAccumTile * elemBytes);
@@ -245,7 +255,7 @@ inline Index accumPartialBytes(Index m, Index n, Index elemBytes, int sms, Index
                         kAccumTile * elemBytes;
     bytes = std::min(bytes, std::max(floor, small));
   }
-  return bytes;
+  return std::max(bytes, smallTn);
 }
 
 /// Conversion workspace for factor() of an m x n matrix: the largest pair of GEMM operands in the recursion and the
@@ -387,17 +397,19 @@ struct CudaOps {
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
   }
   /// C = alpha A^T B + beta C by kernels::launchSmallTN where C is at most 64 x 64 and k within [smallTnMinInner,
-  /// kSmallTnMaxInner] (see there). Its blocks are capped by what the partials workspace holds as sized (nothing grows
-  /// during a factorization). Returns false (nothing done) elsewhere.
+  /// kSmallTnMaxInner] (see there). Its block count, and so its summation order, depends on k and the device only:
+  /// the partials workspace is sized for it up front (accumPartialBytes) and grows here, waiting for the stream, if a
+  /// later call needs more. (Capping the blocks by the workspace's size instead, as 93fd079 did, made the bits depend
+  /// on what the object had factored before; found in review.) Returns false (nothing done) elsewhere.
   bool smallTN(S alpha, View<S> A, View<S> B, S beta, View<S> C, Index k) {
     const Index minInner = smallTnMinInner();
     if (partials == nullptr || minInner <= 0 || k < minInner || k > kSmallTnMaxInner || C.rows > 64 || C.cols > 64)
       return false;
-    const Index fit = partials->buffer.capacity() / (Index(sizeof(S)) * C.rows * C.cols);
-    const int blocks = static_cast<int>(std::min<Index>(Index(4) * sms, fit));
-    if (blocks < 1) return false;
-    kernels::launchSmallTN<S>(A.p, A.ld, B.p, B.ld, k, C.rows, C.cols, alpha, beta, C.p, C.ld,
-                              reinterpret_cast<S*>(partials->buffer.get()), blocks, stream);
+    const Index maxBlocks = kSmallTnBlocksPerSM * sms;
+    const Index blocks = kernels::smallTnBlocks(k, C.rows, C.cols, Index(sizeof(S)), maxBlocks);
+    S* P = reinterpret_cast<S*>(partials->reserve(blocks * C.rows * C.cols * Index(sizeof(S)), stream));
+    kernels::launchSmallTN<S>(A.p, A.ld, B.p, B.ld, k, C.rows, C.cols, alpha, beta, C.p, C.ld, P,
+                              static_cast<int>(maxBlocks), stream);
     return true;
   }
   /// Whether gemmChunkedTN chunks a k-long TN product with a rows x cols result: with a partials workspace and at

@@ -231,7 +231,6 @@ inline int panelKernelRowsPerThread() {
   const char* v = std::getenv("TCQR_PANEL_ROWS_PER_THREAD");
   return v ? std::max(0, std::atoi(v)) : 0;
 }
-/// Threads per block of the element-wise kernels.
 /// C = A^T B with C at most 64 x 64 and an inner dimension of kSmallTnMinInner to kSmallTnMaxInner rows runs as
 /// kernels::launchSmallTN (CudaOps::gemm, the products that run in FP32 or FP64: the leaves' Z = Y^T B and the small
 /// merges) instead of cuBLAS's strided-batched chunks and the same reduction. H100, same binary, alternating
@@ -242,12 +241,15 @@ inline int panelKernelRowsPerThread() {
 /// against 46.5-46.6, FP16x3 41.1 against 39.9-40.0, FP64 55.5-55.6 against 53.9, 1048576 x 256 FP32 12.15 against
 /// 11.92 (cuBLAS's chunks of 256 rows spread over more of the GPU there), hence the upper bound at the longest sum
 /// measured to gain. TCQR_SMALL_TN_MIN_INNER=<k> overrides the lower bound, 0 turns the kernel off (measurements).
-constexpr std::ptrdiff_t kSmallTnMinInner = 512, kSmallTnMaxInner = 16384;
+/// kSmallTnBlocksPerSM: the kernel's blocks per multiprocessor at most (more rows are summed in more row blocks per
+/// block).
+constexpr std::ptrdiff_t kSmallTnMinInner = 512, kSmallTnMaxInner = 16384, kSmallTnBlocksPerSM = 4;
 inline std::ptrdiff_t smallTnMinInner() {
   static const Index v = envIndex("TCQR_SMALL_TN_MIN_INNER", kSmallTnMinInner);
   return v;
 }
 
+/// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;
 
 }  // namespace detail

@@ -46,12 +46,24 @@ void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta
                       cudaStream_t stream);
 
 /// C (p x c, ldc; p, c <= 64) = alpha A^T B + beta C for A (k x p) and B (k x c) with a long inner dimension k: one
-/// kernel writes the partial products of at most maxBlocks blocks to `partials` (p c elements each; rows summed in S
-/// in blocks of 32-128, those sums added in double) and launchAddBatches sums them in double (deterministic). With
-/// beta = 0, C is not read.
+/// kernel writes the partial products of smallTnBlocks(k, p, c, sizeof(S), maxBlocks) blocks to `partials` (p c
+/// elements each; rows summed in S in row blocks of 32-128, those sums added in double) and launchAddBatches sums
+/// them in double, in block order. With beta = 0, C is not read.
 template <typename S>
 void launchSmallTN(const S* A, Index lda, const S* B, Index ldb, Index k, Index p, Index c, S alpha, S beta, S* C,
                    Index ldc, S* partials, int maxBlocks, cudaStream_t stream);
+/// Rows one block of launchSmallTN sums at a time for a p x c result of `scalarBytes`-byte scalars (its 32 x 32 or
+/// 64 x 64 tile and about 33 KB of shared memory).
+constexpr Index smallTnRowBlock(Index p, Index c, Index scalarBytes) {
+  return (scalarBytes == 4 ? 4096 : 2048) / ((p <= 32 && c <= 32) ? 32 : 64);
+}
+/// launchSmallTN's blocks, one partial each (p c elements): a row block each, at most maxBlocks. The summation order
+/// follows from k and maxBlocks alone, so a caller that fixes maxBlocks gets the same bits for the same operands.
+constexpr Index smallTnBlocks(Index k, Index p, Index c, Index scalarBytes, Index maxBlocks) {
+  const Index rb = smallTnRowBlock(p, c, scalarBytes);
+  const Index blocks = (k + rb - 1) / rb;
+  return blocks < 1 ? 1 : (blocks < maxBlocks ? blocks : (maxBlocks < 1 ? 1 : maxBlocks));
+}
 
 /// Upper triangular T (k x k) of the compact WY form from S = Y^T Y and tau (LAPACK larft, forward, columnwise):
 /// T(i,i) = tau_i, T(0:i,i) = -tau_i T(0:i,0:i) S(0:i,i). Zeroes T below its diagonal.

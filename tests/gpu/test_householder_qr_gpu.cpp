@@ -425,6 +425,32 @@ TEST_SUITE("gpu") {
     tcqr_test::checkSolve<M>(A, copy, 10.0);
   }
 
+  // The same input gives the same bits whatever the object factored before. Its workspaces only grow, and 93fd079's
+  // small-result products (kernels::launchSmallTN) took as many blocks as the partials workspace held, so an object
+  // that had factored a larger matrix summed them in another order (found in review). 8192 x 128 float and 16384 x 128
+  // double reserve less partials for themselves than a 4096^2 factorization leaves behind.
+  TEST_CASE_TEMPLATE("[Cuda] bitwise the same result whatever the object factored before", T, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<T>;
+    const M big = tcqr_test::uniformMatrix<T>(4096, 4096);
+    for (auto mn : {std::pair<Index, Index>{8192, 128}, std::pair<Index, Index>{16384, 128},
+                    std::pair<Index, Index>{3000, 700}}) {
+      INFO(mn.first << " x " << mn.second);
+      const M A = tcqr_test::uniformMatrix<T>(mn.first, mn.second);
+      Eigen::TensorCoreHouseholderQR<M> fresh, used;
+      fresh.setBackend(Backend::Cuda).compute(A);
+      used.setBackend(Backend::Cuda).compute(big);
+      used.compute(A);
+      REQUIRE(fresh.info() == Eigen::Success);
+      REQUIRE(used.info() == Eigen::Success);
+      CHECK(fresh.matrixQR() == used.matrixQR());
+      CHECK(fresh.hCoeffs() == used.hCoeffs());
+      const M QR = fresh.matrixQR();
+      fresh.compute(A);  // and run to run on one object
+      CHECK(fresh.matrixQR() == QR);
+    }
+  }
+
   TEST_CASE("[Cuda] out of device memory: tcqr::Error, nothing leaked, object reusable") {
     TCQR_RANDOM_SEED();
     using M = Eigen::MatrixXf;
