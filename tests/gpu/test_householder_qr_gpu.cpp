@@ -1,7 +1,8 @@
 // test_householder_qr_gpu.cpp - TensorCoreHouseholderQR on Backend::Cuda: the shared accuracy suite of
 // tests/common/QRChecks.h, large problems (4096^2, 100000 x 300, 20000 x 1000, 1100000 x 96, and one with more than
 // 2^31 entries), agreement with the Host backend, the device-resident entry point computeOnDevice() on a user stream,
-// the device views of the result, out-of-memory recovery, and Backend::Auto's choice of the device.
+// the device views of the result, out-of-memory recovery, Backend::Auto's choice of the device, and bitwise the same
+// factors for the same input whatever the object factored before.
 //
 // Exits with 77 (CTest: SKIP_RETURN_CODE, reported as skipped) when no CUDA device is usable.
 // This test may use the CUDA runtime directly; the library's public headers never include it.
