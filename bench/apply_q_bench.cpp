@@ -6,7 +6,9 @@
 //   left:   X = qr.householderQ().transpose() * B      (Q^T B)
 //   right:  X = B * qr.householderQ()                  (B Q)
 // ours through the public API (host in, host out: the copy of B to the device and of X back are inside the timing),
-// once as a product returning a new matrix and once in place (X.applyOnTheLeft / applyOnTheRight, no allocation);
+// as a product returning a new matrix (copied into X with noalias(), or assigned to X, which takes its storage), as
+// the product operators ran until 2026-11-28 (a host copy of B, applied in place, for comparison), and once in place
+// (X.applyOnTheLeft / applyOnTheRight, no allocation);
 // the baseline, cusolverDn<S|D>ormqr on the device with our packed factor and tau (copied to the device once, outside
 // the timing; its workspace allocated once), also from and to the host: copy B in, ormqr, copy X out, all timed.
 // Error: ||X_ours - X_ormqr||_F / ||X_ormqr||_F (the same reflectors applied two ways; both in the storage precision).
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cusolverDn.h>
@@ -87,16 +90,33 @@ void run(const Options& o) {
     int info = 0;
     CHECK(cudaMemcpy(&info, dInfo.get(), sizeof(int), cudaMemcpyDeviceToHost));
     if (info != 0) throw std::runtime_error("ormqr: info = " + std::to_string(info));
-    const double ours = timeHostMs(o.warmup, o.reps, [&] {
-      if (onLeft) X.noalias() = qr.householderQ().transpose() * B;
-      else X.noalias() = B * qr.householderQ();
-    });
     auto row = [&](double ms, const char* form) {
       const double err = double((X - Xref).norm() / Xref.norm());
       std::printf("applyq  %-6s %6d %6d %-5s | ours %9.2f ms | cusolverDn%cormqr %9.2f ms | %6.2fx | rel diff %.2e%s\n",
                   prec, n, n, onLeft ? "Q^T B" : "B Q", ms, sizeof(S) == 4 ? 'S' : 'D', base, base / ms, err, form);
     };
+    // The product into X as written, X.noalias() = ... (Eigen copies the returned matrix into X's storage).
+    const double ours = timeHostMs(o.warmup, o.reps, [&] {
+      if (onLeft) X.noalias() = qr.householderQ().transpose() * B;
+      else X.noalias() = B * qr.householderQ();
+    });
     row(ours, "");
+    // The product assigned, X = ... (the returned matrix's storage moves into X; X's old storage is freed and the next
+    // product allocates anew, inside the timing).
+    const double moved = timeHostMs(o.warmup, o.reps, [&] {
+      if (onLeft) X = qr.householderQ().transpose() * B;
+      else X = B * qr.householderQ();
+    });
+    row(moved, " (assigned)");
+    // What the product operators did until 2026-11-28: a new matrix holding a host copy of B, Q applied to it in place
+    // (device copies from and to it), moved into X.
+    const double copyInPlace = timeHostMs(o.warmup, o.reps, [&] {
+      Mat R = B;
+      if (onLeft) R.applyOnTheLeft(qr.householderQ().transpose());
+      else R.applyOnTheRight(qr.householderQ());
+      X = std::move(R);
+    });
+    row(copyInPlace, " (copy + in place)");
     // In place (B.applyOnTheLeft / applyOnTheRight): no result matrix is allocated, as ormqr's output above is not.
     // The copy of B into the operand is untimed.
     const double inPlace = timeHostMs(

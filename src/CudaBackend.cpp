@@ -170,19 +170,27 @@ class CudaQRState final : public QRState<S> {
     synchronize();
   }
 
+  // In place is applyQHost with src == dst.
   void applyQ(S* B, Index bRows, Index bCols, Index ldb, bool onLeft, bool transpose, Index length) override {
+    applyQHost(B, ldb, B, ldb, bRows, bCols, onLeft, transpose, length);
+  }
+
+  void applyQHost(const S* src, Index lds, S* dst, Index ldd, Index bRows, Index bCols, bool onLeft, bool transpose,
+                  Index length) override {
     const Index k = std::min(m_rows, m_cols);
     if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "applyQ", "applyQ: invalid reflector count");
     if (bRows * bCols == 0) return;
     DeviceGuard g(m_ctx.device());
     S* dB = m_rhs.reserve(bRows * bCols);
-    TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * bRows, B, sizeof(S) * ldb, sizeof(S) * bRows, bCols,
+    // Both copies from and to pageable memory, staged by the driver; src has been read before the copy back starts
+    // (same stream), so src may be dst.
+    TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * bRows, src, sizeof(S) * lds, sizeof(S) * bRows, bCols,
                                  cudaMemcpyHostToDevice, stream()));
     S* scratch = m_scratch.reserve(applyScratchSize(length, onLeft ? bCols : bRows));
     CudaOps<S> ops = makeOps();
     applyWYBlocks(ops, viewA().leftCols(length), viewT(), View<S>(dB, bRows, bCols, bRows), onLeft, transpose,
                   scratch, &m_blocks);
-    TCQR_CHECK(cudaMemcpy2DAsync(B, sizeof(S) * ldb, dB, sizeof(S) * bRows, sizeof(S) * bRows, bCols,
+    TCQR_CHECK(cudaMemcpy2DAsync(dst, sizeof(S) * ldd, dB, sizeof(S) * bRows, sizeof(S) * bRows, bCols,
                                  cudaMemcpyDeviceToHost, stream()));
     synchronize();
   }

@@ -10,7 +10,7 @@ import re
 import sys
 
 ROW = re.compile(r"applyq\s+(\S+)\s+(\d+)\s+(\d+)\s+(Q\^T B|B Q)\s+\| ours\s+([\d.]+) ms \| (\S+)\s+([\d.]+) ms \|"
-                 r"\s+([\d.]+)x \| rel diff (\S+)( \(in place\))?")
+                 r"\s+([\d.]+)x \| rel diff (\S+)(?: \((in place|assigned|copy \+ in place)\))?")
 
 
 def main():
@@ -26,7 +26,10 @@ def main():
             if not m:
                 continue
             p, m_, n_, op, ours, base, bms, sp, rd, ip = m.groups()
-            form = "in place (applyOnTheLeft/Right)" if ip else "product (X = Q^T B, X = B Q)"
+            form = {"in place": "in place (applyOnTheLeft/Right)",
+                    "assigned": "product assigned (X = Q^T B, X = B Q)",
+                    "copy + in place": "copy + in place (the product form before 2026-11-28)",
+                    None: "product (X.noalias() = Q^T B, X.noalias() = B Q)"}[ip]
             rows.append(f"| {p} | {m_} x {n_} | {op} | {form} | {ours} | {base} | {bms} | {sp}x | {rd} | {a.commit} |")
     if not rows:
         sys.exit("apply_q_table.py: no apply_q_bench rows in " + a.log)

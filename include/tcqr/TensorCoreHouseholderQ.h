@@ -151,13 +151,32 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
         m_qr->state().formQ(p, other.cols(), ld, m_trans, m_length);
       });
     } else {
-      // The operand is evaluated before apply() takes the transfer buffer: it may solve with this same decomposition
-      // (qr.householderQ().transpose() * (A * qr.solve(B))), and solve() uses that buffer too. Evaluating it straight
-      // into the buffer (b7c6821) read freed memory when solve() grew it (ASan, Host backend).
-      result = other;
-      applyThisOnTheLeft(result);
+      productInto(other.derived(), result, true);
     }
     return result;
+  }
+
+  /// \internal dst <- this * src (onLeft) or src * this, dst a fresh plain matrix (the product operators).
+  template <typename Src, typename Dest>
+  void productInto(const Src& src, Dest& dst, bool onLeft) const {
+    // Column-major storage the backend can address goes to it as it is, and the product comes back into dst: on the
+    // CUDA backend, host to device from src and device to host into dst, where copying src into dst first and
+    // applying in place cost a pass over host memory besides (0.24-0.32x of ormqr at 8192^2 against 0.93-1.14x in
+    // place, bench/results/h100-apply-q.md before this path).
+    if constexpr (internal::tcqr_direct_col_major<Scalar, Src>() && internal::tcqr_direct_col_major<Scalar, Dest>()) {
+      if (const Index lds = internal::tcqr_col_major_ld(src)) {
+        dst.resize(src.rows(), src.cols());
+        if (src.size() == 0) return;
+        m_qr->state().applyQHost(src.data(), lds, dst.data(), dst.outerStride(), src.rows(), src.cols(), onLeft,
+                                 m_trans, m_length);
+        return;
+      }
+    }
+    // Any other operand is evaluated before apply() takes the transfer buffer: it may solve with this same
+    // decomposition (qr.householderQ().transpose() * (A * qr.solve(B))), and solve() uses that buffer too. Evaluating
+    // it straight into the buffer (b7c6821) read freed memory when solve() grew it (ASan, Host backend).
+    dst = src;
+    apply(dst, onLeft);
   }
 
   /// dst <- this * dst (used by MatrixBase::applyOnTheLeft).
@@ -205,8 +224,8 @@ template <typename Derived, typename QRType>
 internal::tcqr_plain_t<typename Derived::Scalar, Derived::RowsAtCompileTime, QRType::RowsAtCompileTime> operator*(
     const MatrixBase<Derived>& lhs, const TensorCoreHouseholderQ<QRType>& q) {
   eigen_assert(lhs.cols() == q.rows() && "B * TensorCoreHouseholderQ: size mismatch");
-  internal::tcqr_plain_t<typename Derived::Scalar, Derived::RowsAtCompileTime, QRType::RowsAtCompileTime> result = lhs;
-  q.applyThisOnTheRight(result);
+  internal::tcqr_plain_t<typename Derived::Scalar, Derived::RowsAtCompileTime, QRType::RowsAtCompileTime> result;
+  q.productInto(lhs.derived(), result, false);
   return result;
 }
 

@@ -269,6 +269,41 @@ void checkQOperator(const TCQR<MatrixType>& qr, bool fullQ) {
                                                         evenCols)) <= kRatioBound);
   }
 
+  // Products into a new matrix from other kinds of operands. Column-major storage is read where it lies (a block of a
+  // larger matrix, a Map with an outer stride, a column), anything else is evaluated first (row-major storage, an
+  // expression); a row-vector result is row-major and goes through the transfer buffer. The operand is not modified.
+  {
+    const Mat<Scalar> big = uniformMatrix<Scalar>(m + 5, 7), bigBefore = big;
+    const Mat<Scalar> op = big.block(2, 1, m, 3);
+    x = qr.householderQ().transpose() * big.block(2, 1, m, 3);
+    CHECK(report("Q^T*block", ratio(x, seq.transpose() * op, op)) <= kRatioBound);
+    CHECK(big == bigBefore);
+    const Mat<Scalar> wide = uniformMatrix<Scalar>(4, m + 3);
+    const Mat<Scalar> opr = wide.block(1, 2, 2, m);
+    x = wide.block(1, 2, 2, m) * qr.householderQ();
+    CHECK(report("block*Q", ratio(x, opr * seq, opr)) <= kRatioBound);
+    std::vector<Scalar> storage(static_cast<size_t>((m + 3) * 3), Scalar(7));
+    Eigen::Map<Mat<Scalar>, 0, Eigen::OuterStride<>> map(storage.data(), m, 3, Eigen::OuterStride<>(m + 3));
+    map = B;
+    const Eigen::Map<const Mat<Scalar>, 0, Eigen::OuterStride<>> cmap(storage.data(), m, 3,
+                                                                     Eigen::OuterStride<>(m + 3));
+    x = qr.householderQ() * cmap;
+    CHECK(report("Q*Map<OuterStride>", ratio(x, seq * B, B)) <= kRatioBound);
+    const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> v = qr.householderQ().transpose() * B.col(2);
+    CHECK(report("Q^T*column", ratio(v, seq.transpose() * B.col(2), B.col(2))) <= kRatioBound);
+    const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rm = B;
+    x = qr.householderQ() * rm;
+    CHECK(report("Q*row-major", ratio(x, seq * B, B)) <= kRatioBound);
+    const Mat<Scalar> twoB = B + B, twoC = C + C;
+    x = qr.householderQ().transpose() * (B + B);
+    CHECK(report("Q^T*expression", ratio(x, seq.transpose() * twoB, twoB)) <= kRatioBound);
+    x = (C + C) * qr.householderQ().transpose();
+    CHECK(report("expression*Q^T", ratio(x, twoC * seq.transpose(), twoC)) <= kRatioBound);
+    const Eigen::Matrix<Scalar, 1, Eigen::Dynamic> r = C.row(1) * qr.householderQ();
+    const Mat<Scalar> c1 = C.row(1);
+    CHECK(report("row*Q", ratio(r, c1 * seq, c1)) <= kRatioBound);
+  }
+
   if (fullQ) {
     const Mat<Scalar> Qt = qr.householderQ().transpose();
     const Mat<Scalar> Q = qr.householderQ();

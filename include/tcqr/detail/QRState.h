@@ -66,6 +66,17 @@ class QRState {
   /// where Q_L = H_0 ... H_{length-1} and op is transpose when `transpose`.
   virtual void applyQ(Scalar* B, Index bRows, Index bCols, Index ldb, bool onLeft, bool transpose, Index length) = 0;
 
+  /// applyQ() from and to separate host matrices: src (bRows x bCols, leading dimension lds) is read, dst (the same
+  /// shape, leading dimension ldd) receives op(Q_L) src or src op(Q_L). src and dst are the same storage or do not
+  /// overlap. This default copies src into dst and applies in place; the CUDA backend copies src to the device and
+  /// the result back into dst directly (no host copy).
+  virtual void applyQHost(const Scalar* src, Index lds, Scalar* dst, Index ldd, Index bRows, Index bCols, bool onLeft,
+                          bool transpose, Index length) {
+    if (src != dst)
+      for (Index j = 0; j < bCols; ++j) std::copy(src + j * lds, src + j * lds + bRows, dst + j * ldd);
+    applyQ(dst, bRows, bCols, ldd, onLeft, transpose, length);
+  }
+
   /// dst (rows() x qCols, ld) <- op(Q_L) * Identity(rows(), qCols), with the identity generated where Q lives.
   virtual void formQ(Scalar* dst, Index qCols, Index ld, bool transpose, Index length) = 0;
 
