@@ -249,46 +249,6 @@ __global__ void __launch_bounds__(256) smallTnKernel(const S* __restrict__ A, In
     }
 }
 
-// C (m x c) = alpha A Z + beta C for A (m x k) and Z (k x c), k, c <= 64: the recursion's updates B -= Y Z with a
-// narrow Y (launchSmallNN). Z sits in shared memory; a block covers 256 / tpr rows, each thread one row and NC of
-// the columns (tpr = ceil(c / NC) threads per row, consecutive threads on consecutive rows, so A and C are read in
-// 32-row runs and every lane of a warp reads the same entries of Z). Each entry is summed over k in S, as cuBLAS does.
-template <typename S, int NC>
-__global__ void __launch_bounds__(256) smallNnKernel(const S* __restrict__ A, Index lda, const S* __restrict__ Z,
-                                                     Index ldz, Index m, int k, int c, int tpr, S alpha, S beta, S* C,
-                                                     Index ldc) {
-  constexpr int LDZ = 64 + 1;
-  __shared__ S sZ[64 * LDZ];  // sZ[kk * LDZ + j] = Z(kk, j), zeros beyond c
-  for (int e = threadIdx.x; e < k * 64; e += 256) {
-    const int j = e / k, kk = e - j * k;  // consecutive threads on consecutive rows of a column of Z
-    sZ[kk * LDZ + j] = j < c ? Z[kk + j * ldz] : S(0);
-  }
-  __syncthreads();
-  const int rows = 256 / tpr, g = threadIdx.x / rows;
-  const Index row = Index(blockIdx.x) * rows + threadIdx.x % rows;
-  if (row >= m || g >= tpr) return;
-  const int j0 = g * NC;
-  S acc[NC];
-#pragma unroll
-  for (int j = 0; j < NC; ++j) acc[j] = S(0);
-  const S* a = A + row;
-#pragma unroll 8
-  for (int kk = 0; kk < k; ++kk) {
-    const S x = a[kk * lda];
-    const S* z = sZ + kk * LDZ + j0;
-#pragma unroll
-    for (int j = 0; j < NC; ++j) acc[j] = fma(x, z[j], acc[j]);
-  }
-  S* out = C + row + j0 * ldc;
-#pragma unroll
-  for (int j = 0; j < NC; ++j) {
-    if (j0 + j < c) {
-      S* o = out + j * ldc;
-      *o = beta == S(0) ? alpha * acc[j] : fma(alpha, acc[j], beta * *o);
-    }
-  }
-}
-
 // Householder reflector of one column x (m entries), Eigen's makeHouseholder / LAPACK larfg, in two launches:
 // partial sums of squares of the tail x(1 : m) (the first block also saves x(0), which the second launch overwrites),
 // then every block reduces the partials, and applies beta, tau and the scaling 1 / (x0 - beta) to its rows.
@@ -554,20 +514,6 @@ void launchSmallTN(const S* A, Index lda, const S* B, Index ldb, Index k, Index 
 }
 
 template <typename S>
-void launchSmallNN(const S* A, Index lda, const S* Z, Index ldz, Index m, Index k, Index c, S alpha, S beta, S* C,
-                   Index ldc, cudaStream_t stream) {
-  if (m <= 0 || c <= 0) return;
-  if (k > 64 || c > 64) detail::throwError(ErrorSource::Kernel, 0, "k or c > 64", "launchSmallNN", __FILE__, __LINE__);
-  constexpr int NC = 16;
-  int tpr = 1;  // threads per row: a power of two covering c (256 / tpr rows per block, a multiple of 32)
-  while (tpr * NC < c) tpr *= 2;
-  const Index rows = 256 / tpr, blocks = (m + rows - 1) / rows;
-  smallNnKernel<S, NC><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(A, lda, Z, ldz, m, static_cast<int>(k),
-                                                                         static_cast<int>(c), tpr, alpha, beta, C, ldc);
-  TCQR_CHECK_LAUNCH("smallNnKernel");
-}
-
-template <typename S>
 void launchColumnReflector(S* x, Index m, S* tau, S* scratch, cudaStream_t stream) {
   if (m <= 0) return;
   const int blocks = static_cast<int>(std::min<Index>(kColumnBlocks, std::max<Index>(1, (m + 2047) / 2048)));
@@ -621,7 +567,6 @@ void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, 
   template void launchAddBatches<S>(const S*, Index, Index, Index, S, S, S*, Index, cudaStream_t);         \
   template void launchSmallTN<S>(const S*, Index, const S*, Index, Index, Index, Index, S, S, S*, Index, S*, int, \
                                  cudaStream_t);                                                         \
-  template void launchSmallNN<S>(const S*, Index, const S*, Index, Index, Index, Index, S, S, S*, Index, cudaStream_t); \
   template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);                \
   template void launchSmallUpdateTop<S>(const S*, Index, const S*, Index, Index, S*, Index, S*, Index, Index, bool, \
                                         cudaStream_t);                                                  \

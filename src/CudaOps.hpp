@@ -372,7 +372,6 @@ struct CudaOps {
     const auto t = traced(gemmLabel(ta, tb, C.rows, C.cols, k), gemmFlops(C.rows, C.cols, k));
     if (mode == Precision::FP32 || mode == Precision::FP64 || mode == Precision::Default ||
         (errorCorrected(mode) && x3ProductInFp32(mode, C.rows, C.cols, k))) {
-      if (ta == Op::N && tb == Op::N && smallNN(alpha, A, B, beta, C, k)) return;
       if (ta == Op::T && tb == Op::N) {
         if (smallTN(alpha, A, B, beta, C, k)) return;
         auto batched = [&](Index c0, Index nc, Index kc, Index batch, S* P) {
@@ -411,14 +410,6 @@ struct CudaOps {
     S* P = reinterpret_cast<S*>(partials->reserve(blocks * C.rows * C.cols * Index(sizeof(S)), stream));
     kernels::launchSmallTN<S>(A.p, A.ld, B.p, B.ld, k, C.rows, C.cols, alpha, beta, C.p, C.ld, P,
                               static_cast<int>(maxBlocks), stream);
-    return true;
-  }
-  /// C = alpha A B + beta C by kernels::launchSmallNN where k and C's width are at most 64 and C has at least
-  /// smallNnMinRows rows (see there). Returns false (nothing done) elsewhere.
-  bool smallNN(S alpha, View<S> A, View<S> B, S beta, View<S> C, Index k) {
-    const Index minRows = smallNnMinRows();
-    if (minRows <= 0 || C.rows < minRows || k > 64 || C.cols > 64) return false;
-    kernels::launchSmallNN<S>(A.p, A.ld, B.p, B.ld, C.rows, k, C.cols, alpha, beta, C.p, C.ld, stream);
     return true;
   }
   /// Whether gemmChunkedTN chunks a k-long TN product with a rows x cols result: with a partials workspace and at

@@ -249,16 +249,6 @@ inline std::ptrdiff_t smallTnMinInner() {
   return v;
 }
 
-/// C += alpha A Z with an inner dimension k and C's width c both at most 64, and at least kSmallNnMinRows rows, runs as
-/// kernels::launchSmallNN (CudaOps::gemm, the products that run in FP32 or FP64: the recursion's narrow updates
-/// B -= Y Z after a leaf or a node of two leaves) instead of a cuBLAS GEMM. TCQR_SMALL_NN_MIN_ROWS=<m> overrides the
-/// bound, 0 turns the kernel off (measurements).
-constexpr std::ptrdiff_t kSmallNnMinRows = 256;
-inline std::ptrdiff_t smallNnMinRows() {
-  static const Index v = envIndex("TCQR_SMALL_NN_MIN_ROWS", kSmallNnMinRows);
-  return v;
-}
-
 /// Threads per block of the element-wise kernels.
 constexpr int kElementwiseThreads = 256;
 

@@ -65,12 +65,6 @@ constexpr Index smallTnBlocks(Index k, Index p, Index c, Index scalarBytes, Inde
   return blocks < 1 ? 1 : (blocks < maxBlocks ? blocks : (maxBlocks < 1 ? 1 : maxBlocks));
 }
 
-/// C (m x c, ldc) = alpha A Z + beta C for A (m x k, lda) and Z (k x c, ldz) with k, c <= 64 (throws otherwise): one
-/// thread per row and 16 columns, Z in shared memory, each entry summed over k in S. With beta = 0, C is not read.
-template <typename S>
-void launchSmallNN(const S* A, Index lda, const S* Z, Index ldz, Index m, Index k, Index c, S alpha, S beta, S* C,
-                   Index ldc, cudaStream_t stream);
-
 /// Upper triangular T (k x k) of the compact WY form from S = Y^T Y and tau (LAPACK larft, forward, columnwise):
 /// T(i,i) = tau_i, T(0:i,i) = -tau_i T(0:i,0:i) S(0:i,i). Zeroes T below its diagonal.
 template <typename S>
