@@ -1,9 +1,15 @@
 // Common.cpp - backend-independent pieces of the public API.
 #include <algorithm>
+#include <cstdint>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "Tunables.hpp"
 #include "tcqr/Backend.h"
 #include "tcqr/Error.h"
+#include "tcqr/detail/HostMemory.h"
 
 namespace tcqr {
 
@@ -64,4 +70,21 @@ bool Error::isOutOfMemory() const noexcept {
   }
 }
 
+namespace detail {
+
+void adviseFreshHostMemory(void* p, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t kHuge = std::uintptr_t(2) << 20;
+  static const bool enabled = envIndex("TCQR_HUGEPAGE_RESULTS", 1) != 0;
+  if (!enabled || p == nullptr || bytes < 2 * kHuge) return;
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+}  // namespace detail
 }  // namespace tcqr

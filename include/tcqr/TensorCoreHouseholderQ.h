@@ -10,6 +10,8 @@
 
 #include <Eigen/Core>
 
+#include "detail/HostMemory.h"
+
 namespace Eigen {
 
 template <typename QRType>
@@ -76,10 +78,12 @@ void tcqr_write_col_major(Dst& dst, Index r, Index c, F&& f) {
   typedef typename Dst::Scalar Scalar;
   constexpr bool direct = std::is_base_of<PlainObjectBase<Dst>, Dst>::value && !(int(Dst::Flags) & RowMajorBit);
   if constexpr (direct) {
-    dst.resize(r, c);
+    dst.resize(r, c);  // (Eigen has already sized dst when it calls evalTo, so whether it is fresh is not known here)
+    tcqr::detail::adviseFreshHostMemory(dst.data(), sizeof(Scalar) * std::size_t(r * c));
     f(dst.data(), dst.outerStride());
   } else {
     Matrix<Scalar, Dynamic, Dynamic> tmp(r, c);
+    tcqr::detail::adviseFreshHostMemory(tmp.data(), sizeof(Scalar) * std::size_t(r * c));
     f(tmp.data(), r);
     dst = tmp;
   }
@@ -167,6 +171,7 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
       if (const Index lds = internal::tcqr_col_major_ld(src)) {
         dst.resize(src.rows(), src.cols());
         if (src.size() == 0) return;
+        tcqr::detail::adviseFreshHostMemory(dst.data(), sizeof(Scalar) * std::size_t(src.size()));
         m_qr->state().applyQHost(src.data(), lds, dst.data(), dst.outerStride(), src.rows(), src.cols(), onLeft,
                                  m_trans, m_length);
         return;
@@ -175,6 +180,8 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
     // Any other operand is evaluated before apply() takes the transfer buffer: it may solve with this same
     // decomposition (qr.householderQ().transpose() * (A * qr.solve(B))), and solve() uses that buffer too. Evaluating
     // it straight into the buffer (b7c6821) read freed memory when solve() grew it (ASan, Host backend).
+    dst.resize(src.rows(), src.cols());
+    tcqr::detail::adviseFreshHostMemory(dst.data(), sizeof(Scalar) * std::size_t(src.size()));
     dst = src;
     apply(dst, onLeft);
   }
