@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <memory>
 #include <type_traits>
 
@@ -14,6 +15,7 @@
 #include "Backend.h"
 #include "Error.h"
 #include "TensorCoreHouseholderQ.h"
+#include "detail/HostMemory.h"
 #include "detail/QRState.h"
 
 namespace Eigen {
@@ -343,6 +345,9 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
       if (dst.rows() != outRows || dst.cols() != rhs.cols()) return false;
       const Index ldr = internal::tcqr_col_major_ld(rhs), ldd = internal::tcqr_col_major_ld(dst);
       if (ldr == 0 || ldd == 0) return false;
+      // A plain matrix is written whole (Eigen has just sized it when it is new): huge pages for its first write.
+      if constexpr (std::is_base_of<PlainObjectBase<DstType>, DstType>::value)
+        tcqr::detail::adviseFreshHostMemory(dst.data(), sizeof(Scalar) * std::size_t(dst.size()));
       m_state->solveHost(rhs.data(), ldr, dst.data(), ldd, rhs.cols(), transposed);
       return true;
     } else {

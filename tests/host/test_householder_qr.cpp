@@ -250,6 +250,13 @@ TEST_CASE_TEMPLATE("products into fresh results of several MiB (huge-page advice
   CHECK(tcqr_test::relativeDifference(Y, Mat<T>(B.transpose() * seq)) < tol);
   const Mat<T> Q = qr.householderQ();
   CHECK(tcqr_test::relativeDifference(Q, Mat<T>(seq)) < tol);
+  // solve() into a new plain matrix of 1000 x 1200 (4.8 / 9.6 MB), against Eigen's HouseholderQR.
+  const Mat<T> A2 = tcqr_test::conditionedMatrix<T>(m, 1000, tcqr_test::Spectrum::Geometric, 1e2);
+  Eigen::TensorCoreHouseholderQR<Mat<T>> qr2;
+  qr2.setBackend(Backend::Host).compute(A2);
+  const Mat<T> x = qr2.solve(B);
+  const Mat<T> xRef = Eigen::HouseholderQR<Mat<T>>(A2).solve(B);
+  CHECK(tcqr_test::relativeDifference(x, xRef) < 1e4 * m * tcqr_test::epsOf<T>());
 
   const std::size_t bytes = std::size_t(9) << 20;
   std::unique_ptr<unsigned char[]> raw(new unsigned char[bytes + 8]);
