@@ -1,6 +1,7 @@
 // Common.cpp - backend-independent pieces of the public API.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -72,13 +73,29 @@ bool Error::isOutOfMemory() const noexcept {
 
 namespace detail {
 
+namespace {
+
+/// The transparent huge page size (2 MiB on x86-64; 512 MiB on arm64 kernels with 64 KiB pages), 0 where the kernel
+/// has none.
+std::uintptr_t hugePageBytes() {
+  long long v = 0;
+  if (FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r")) {
+    if (std::fscanf(f, "%lld", &v) != 1) v = 0;
+    std::fclose(f);
+  }
+  return v > 0 && (v & (v - 1)) == 0 ? static_cast<std::uintptr_t>(v) : 0;
+}
+
+}  // namespace
+
 void adviseFreshHostMemory(void* p, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t kHuge = std::uintptr_t(2) << 20;
   static const bool enabled = envIndex("TCQR_HUGEPAGE_RESULTS", 1) != 0;
-  if (!enabled || p == nullptr || bytes < 2 * kHuge) return;
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  static const std::uintptr_t huge = hugePageBytes();
+  if (!enabled || huge == 0 || p == nullptr || bytes < std::max<std::size_t>(kHugePageAdviceMinBytes, 2 * huge))
+    return;
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
   if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 #else
   (void)p;

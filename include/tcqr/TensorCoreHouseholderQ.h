@@ -163,10 +163,9 @@ class TensorCoreHouseholderQ : public EigenBase<TensorCoreHouseholderQ<QRType>> 
   /// \internal dst <- this * src (onLeft) or src * this, dst a fresh plain matrix (the product operators).
   template <typename Src, typename Dest>
   void productInto(const Src& src, Dest& dst, bool onLeft) const {
-    // Column-major storage the backend can address goes to it as it is, and the product comes back into dst: on the
-    // CUDA backend, host to device from src and device to host into dst, where copying src into dst first and
-    // applying in place cost a pass over host memory besides (0.24-0.32x of ormqr at 8192^2 against 0.93-1.14x in
-    // place, bench/results/h100-apply-q.md before this path).
+    // Column-major storage the backend can address goes to it as it is, and the product comes back into dst (on the
+    // CUDA backend host to device from src, device to host into dst): no host copy of src into dst first. dst is new
+    // (or written whole): huge pages for its first write (detail/HostMemory.h), which cost more than the transfer.
     if constexpr (internal::tcqr_direct_col_major<Scalar, Src>() && internal::tcqr_direct_col_major<Scalar, Dest>()) {
       if (const Index lds = internal::tcqr_col_major_ld(src)) {
         dst.resize(src.rows(), src.cols());

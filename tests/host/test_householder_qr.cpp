@@ -9,8 +9,12 @@
 #include "common/TestConfig.h"  // first: redefines eigen_assert to throw EigenAssertionFailed
 // clang-format on
 
+#include <cctype>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -232,25 +236,77 @@ TEST_CASE_TEMPLATE("the recursive TRMM path: factor and Q * B with k > 512", T, 
   CHECK(tcqr_test::relativeDifference(ours, ref) < 50 * m * tcqr_test::epsOf<T>());
 }
 
-// Results of several MiB that the headers allocate themselves (a product with Q, Q itself) get the huge-page advice
-// (tcqr/detail/HostMemory.h) before their first write; the shared suites' results are too small for it. The advice
-// must leave the values alone, also on storage that does not start on a page boundary.
-TEST_CASE_TEMPLATE("products into fresh results of several MiB (huge-page advice)", T, float, double) {
+#if defined(__linux__)
+#include <sys/mman.h>
+
+namespace {
+/// The transparent huge page size, 0 where the kernel has none (as src/Common.cpp reads it).
+std::uintptr_t hugePageBytes() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+  unsigned long long v = 0;
+  return (f >> v) ? static_cast<std::uintptr_t>(v) : 0;
+}
+/// The VmFlags line of the mapping that holds address a (/proc/self/smaps), empty if none was found.
+std::string vmFlagsAt(const void* a) {
+  std::ifstream f("/proc/self/smaps");
+  const auto x = reinterpret_cast<std::uintptr_t>(a);
+  std::string line;
+  bool inside = false;
+  while (std::getline(f, line)) {
+    unsigned long long lo = 0, hi = 0;
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) == 2) {
+      inside = x >= lo && x < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line + " ";
+  }
+  return "";
+}
+/// Whether the library's advice can take effect here: transparent huge pages exist, TCQR_HUGEPAGE_RESULTS is not 0,
+/// and madvise(MADV_HUGEPAGE) succeeds on a mapping of our own (a sandbox may refuse it).
+bool adviceOn() {
+  const char* v = std::getenv("TCQR_HUGEPAGE_RESULTS");
+  const std::uintptr_t huge = hugePageBytes();
+  if (huge == 0 || (v && std::atoi(v) == 0)) return false;
+  void* m = mmap(nullptr, 2 * huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+  const std::uintptr_t a = (reinterpret_cast<std::uintptr_t>(m) + huge - 1) & ~(huge - 1);
+  const bool ok = a + huge <= reinterpret_cast<std::uintptr_t>(m) + 2 * huge
+                      ? madvise(reinterpret_cast<void*>(a), huge, MADV_HUGEPAGE) == 0
+                      : false;
+  munmap(m, 2 * huge);
+  return ok;
+}
+}  // namespace
+#endif
+
+// Results of at least 32 MiB that the headers allocate themselves get the huge-page advice (tcqr/detail/HostMemory.h)
+// before their first write; the shared suites' results are far smaller. On Linux with transparent huge pages the
+// mapping of a product's result must carry the flag (VmFlags "hg"), and a direct call must set it on the whole huge
+// pages inside the range only, not on the page where unaligned storage starts. Values must not change.
+TEST_CASE_TEMPLATE("results of 32 MiB and more get the huge-page advice", T, float, double) {
   TCQR_RANDOM_SEED();
   using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
-  const Eigen::Index m = 1100, n = 300;
+  const Eigen::Index m = 1100, n = 300, wide = 8000;  // m x wide: 35 MB in float
   const Mat<T> A = tcqr_test::uniformMatrix<T>(m, n), B = tcqr_test::uniformMatrix<T>(m, 1200);
   Eigen::TensorCoreHouseholderQR<Mat<T>> qr;
   qr.setBackend(Backend::Host).compute(A);
   const Eigen::HouseholderSequence<Mat<T>, Vec> seq(qr.matrixQR(), qr.hCoeffs());
   const double tol = 50 * m * tcqr_test::epsOf<T>();
-  const Mat<T> X = qr.householderQ().transpose() * B;
-  CHECK(tcqr_test::relativeDifference(X, Mat<T>(seq.transpose() * B)) < tol);
-  const Mat<T> Y = B.transpose() * qr.householderQ();
-  CHECK(tcqr_test::relativeDifference(Y, Mat<T>(B.transpose() * seq)) < tol);
+  // Products with the first 8 reflectors (cheap) into results of m x wide and wide x m.
+  const Mat<T> Bw = tcqr_test::uniformMatrix<T>(m, wide);
+  auto seq8 = seq;
+  seq8.setLength(8);
+  const Mat<T> X = qr.householderQ().setLength(8).transpose() * Bw;
+  CHECK(tcqr_test::relativeDifference(X, Mat<T>(seq8.transpose() * Bw)) < tol);
+  const Mat<T> Y = Bw.transpose() * qr.householderQ().setLength(8);
+  CHECK(tcqr_test::relativeDifference(Y, Mat<T>(Bw.transpose() * seq8)) < tol);
+  // Smaller results (no advice): Q, a product, solve() into a new plain matrix against Eigen's HouseholderQR.
   const Mat<T> Q = qr.householderQ();
   CHECK(tcqr_test::relativeDifference(Q, Mat<T>(seq)) < tol);
-  // solve() into a new plain matrix of 1000 x 1200 (4.8 / 9.6 MB), against Eigen's HouseholderQR.
+  const Mat<T> Z = qr.householderQ().transpose() * B;
+  CHECK(tcqr_test::relativeDifference(Z, Mat<T>(seq.transpose() * B)) < tol);
   const Mat<T> A2 = tcqr_test::conditionedMatrix<T>(m, 1000, tcqr_test::Spectrum::Geometric, 1e2);
   Eigen::TensorCoreHouseholderQR<Mat<T>> qr2;
   qr2.setBackend(Backend::Host).compute(A2);
@@ -258,12 +314,27 @@ TEST_CASE_TEMPLATE("products into fresh results of several MiB (huge-page advice
   const Mat<T> xRef = Eigen::HouseholderQR<Mat<T>>(A2).solve(B);
   CHECK(tcqr_test::relativeDifference(x, xRef) < 1e4 * m * tcqr_test::epsOf<T>());
 
-  const std::size_t bytes = std::size_t(9) << 20;
+  const std::size_t bytes = 2 * tcqr::detail::kHugePageAdviceMinBytes;
   std::unique_ptr<unsigned char[]> raw(new unsigned char[bytes + 8]);
   unsigned char* p = raw.get() + 3;
   tcqr::detail::adviseFreshHostMemory(p, bytes);
   tcqr::detail::adviseFreshHostMemory(nullptr, bytes);
   tcqr::detail::adviseFreshHostMemory(p, 100);
+#if defined(__linux__)
+  if (adviceOn() && bytes >= 2 * hugePageBytes()) {
+    const std::uintptr_t huge = hugePageBytes();
+    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
+    const std::string inside = vmFlagsAt(reinterpret_cast<const void*>(begin)), start = vmFlagsAt(p);
+    INFO("inside: " << inside << "; start: " << start);
+    CHECK(inside.find(" hg ") != std::string::npos);
+    CHECK(start.find(" hg ") == std::string::npos);
+    const T* xp = X.data();
+    const std::uintptr_t xBegin = (reinterpret_cast<std::uintptr_t>(xp) + huge - 1) & ~(huge - 1);
+    CHECK(vmFlagsAt(reinterpret_cast<const void*>(xBegin)).find(" hg ") != std::string::npos);
+  } else {
+    MESSAGE("no transparent huge pages here (or TCQR_HUGEPAGE_RESULTS=0): the mapping flags are not checked");
+  }
+#endif
   for (std::size_t i = 0; i < bytes; ++i) p[i] = static_cast<unsigned char>(i * 7 + 1);
   bool same = true;
   for (std::size_t i = 0; i < bytes; ++i) same = same && p[i] == static_cast<unsigned char>(i * 7 + 1);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <stdexcept>
 
 #include "../Backend.h"
 
@@ -67,11 +68,12 @@ class QRState {
   virtual void applyQ(Scalar* B, Index bRows, Index bCols, Index ldb, bool onLeft, bool transpose, Index length) = 0;
 
   /// applyQ() from and to separate host matrices: src (bRows x bCols, leading dimension lds) is read, dst (the same
-  /// shape, leading dimension ldd) receives op(Q_L) src or src op(Q_L). src and dst are the same storage or do not
-  /// overlap. This default copies src into dst and applies in place; the CUDA backend copies src to the device and
-  /// the result back into dst directly (no host copy).
+  /// shape, leading dimension ldd) receives op(Q_L) src or src op(Q_L). src and dst are the same storage (then lds ==
+  /// ldd) or do not overlap. This default copies src into dst and applies in place; the CUDA backend copies src to
+  /// the device and the result back into dst directly (no host copy).
   virtual void applyQHost(const Scalar* src, Index lds, Scalar* dst, Index ldd, Index bRows, Index bCols, bool onLeft,
                           bool transpose, Index length) {
+    if (src == dst && lds != ldd) throw std::invalid_argument("tcqr: applyQHost in place with two leading dimensions");
     if (src != dst)
       for (Index j = 0; j < bCols; ++j) std::copy(src + j * lds, src + j * lds + bRows, dst + j * ldd);
     applyQ(dst, bRows, bCols, ldd, onLeft, transpose, length);
