@@ -1,4 +1,4 @@
-// HostMemory.h - first-touch advice for host result matrices the public headers have just allocated.
+// HostMemory.h - huge-page advice for the host results the public headers write whole.
 #ifndef TCQR_DETAIL_HOSTMEMORY_H
 #define TCQR_DETAIL_HOSTMEMORY_H
 
@@ -23,9 +23,10 @@ constexpr std::size_t kHugePageAdviceMinBytes = std::size_t(32) << 20;
 /// Why: on the H100 machine (transparent huge pages "madvise") a device-to-host copy into a fresh 256 MiB matrix took
 /// 200-238 ms with 4 KiB pages against 84-105 ms with the advice, and 21-30 ms into memory written before
 /// (bench/host_memory_probe.cpp; bench/results/logs/2026-11-28-h100-apply-q-hugepage-dc3458e.log and
-/// -advised-4404411.log): the page faults of a fresh result cost more than the transfer. The public headers call it on the results they write whole
-/// (householderQ() products and Q, solve() into a plain matrix, the packed factor's host copy, the tall-skinny Q, R
-/// and T) right after sizing them, never on storage they only update (applyOnTheLeft/Right) or read.
+/// -advised-4404411.log): the page faults of a fresh result cost more than the transfer. The public headers call it
+/// on the results they write whole (householderQ() products and Q, solve() into a plain matrix, the packed factor's
+/// host copy, the tall-skinny Q, R and T) right after sizing them, never on storage they only update
+/// (applyOnTheLeft/Right) or read.
 void adviseFreshHostMemory(void* p, std::size_t bytes) noexcept;
 
 }  // namespace detail
