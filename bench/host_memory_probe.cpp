@@ -1,19 +1,19 @@
 // host_memory_probe.cpp - what the first write to fresh host memory costs, by memset and by a device-to-host copy,
-// with 4 KiB pages and with the huge-page advice (madvise MADV_HUGEPAGE, as tcqr::detail::adviseFreshHostMemory),
-// against a copy into memory already written. The question behind that advice: a householderQ() product returns a new
-// matrix, and its first write is the device-to-host copy. A probe, not a benchmark of the library.
+// with 4 KiB pages and with the library's huge-page advice (tcqr::detail::adviseFreshHostMemory: madvise
+// MADV_HUGEPAGE; TCQR_HUGEPAGE_RESULTS=0 makes the "yes" rows the same as the "no" ones), against a copy into memory
+// already written. The question behind that advice: a householderQ() product returns a new matrix, and its first
+// write is the device-to-host copy. A probe, not a benchmark of the library.
 //
 //   host_memory_probe [--mib 256] [--reps 3]
-#include <sys/mman.h>
-
 #include <chrono>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include <cuda_runtime.h>
+
+#include <tcqr/detail/HostMemory.h>
 
 namespace {
 
@@ -26,13 +26,6 @@ void check(cudaError_t e, const char* what) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
     std::exit(1);
   }
-}
-
-void adviseHuge(void* p, std::size_t n) {
-  constexpr std::uintptr_t kHuge = std::uintptr_t(2) << 20;
-  const std::uintptr_t a = (reinterpret_cast<std::uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const std::uintptr_t e = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(kHuge - 1);
-  if (e > a && madvise(reinterpret_cast<void*>(a), e - a, MADV_HUGEPAGE) != 0) std::perror("madvise");
 }
 
 std::string firstLine(const char* path) {
@@ -70,7 +63,7 @@ int main(int argc, char** argv) {
     for (int advise = 0; advise < 2; ++advise) {
       auto* p = static_cast<unsigned char*>(std::malloc(n));
       const double t0 = nowMs();
-      if (advise) adviseHuge(p, n);
+      if (advise) tcqr::detail::adviseFreshHostMemory(p, n);
       std::memset(p, 1, n);
       const double t1 = nowMs();
       volatile unsigned char sink = p[n / 2];  // keeps the memset
@@ -78,7 +71,7 @@ int main(int argc, char** argv) {
       std::free(p);
       auto* q = static_cast<unsigned char*>(std::malloc(n));
       const double t2 = nowMs();
-      if (advise) adviseHuge(q, n);
+      if (advise) tcqr::detail::adviseFreshHostMemory(q, n);
       check(cudaMemcpy(q, d, n, cudaMemcpyDeviceToHost), "cudaMemcpy (fresh)");
       const double t3 = nowMs();
       std::free(q);
