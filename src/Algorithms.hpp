@@ -2,6 +2,7 @@
 // run on any backend. A backend ("Ops") provides, on its own memory space:
 //   gemm(opA, opB, alpha, A, B, beta, C)        C = alpha op(A) op(B) + beta C, in the object's precision mode
 //   gemmExact(opA, opB, alpha, A, B, beta, C)   the same in the storage precision (small products inside a panel)
+//   gemmT(opA, opB, alpha, A, B, beta, C)       the same for the products with T, in tProductMode(mode)
 //   columnScales(A, d), scaleColumns(A, d, inverse, upperOnly)   power-of-two column scaling (FP16 mode)
 //   trmmLowerAcc(opL, alpha, L, Z, C, cutoff, scheme)
 //   mode                                        the Precision of gemm() (selects the TRMM plan)
@@ -224,17 +225,18 @@ constexpr Index kSmallWY = 32;
 /// bench/results/logs/2026-11-28-h100-small-tn-ab.log).
 constexpr Index kTrmmUpperCutoff = 256;
 
-/// C = op(U) Z + beta C for U (k x k) upper triangular with zeros below its diagonal, by GEMMs in the storage
-/// precision (gemmExact): the diagonal blocks recurse and the off-diagonal block is one product (TPDS'25 Algorithm 3's
-/// structure). cuBLAS's in-place TRMM, which this replaces, ran at 3-4 TFLOP/s on the H100 (double, 2097152 x 128 by
-/// 128 x 128). Not in the precision mode: T's products are an extra rounding stage the W form does not have, and in
-/// the mode they made the 4096^2 factorization 1.3-1.4x less accurate (TF32/FP16 backward error 1.03e-3 against
+/// C = op(U) Z + beta C for U (k x k) upper triangular with zeros below its diagonal, by GEMMs in T's arithmetic
+/// (ops.gemmT, tProductMode): in the storage precision the diagonal blocks recurse and the off-diagonal block is one
+/// product (TPDS'25 Algorithm 3's structure); on tensor cores (tProductOnTensorCores) the whole triangle is one
+/// product. cuBLAS's in-place TRMM, which this replaces, ran at 3-4 TFLOP/s on the H100 (double, 2097152 x 128 by
+/// 128 x 128). Not in the precision mode itself: T's products are an extra rounding stage the W form does not have,
+/// and in the mode they made the 4096^2 factorization 1.3-1.4x less accurate (TF32/FP16 backward error 1.03e-3 against
 /// 7.7e-4, TF32x3 3.2e-6 against 2.3e-6; H100, 32e3e91).
 template <class Ops, typename S>
 void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
   const Index k = U.rows;
-  if (k <= kTrmmUpperCutoff) {
-    ops.gemmExact(op, Op::N, S(1), U, Z, beta, C);
+  if (k <= kTrmmUpperCutoff || tProductOnTensorCores(ops.mode, k, Z.cols, k)) {
+    ops.gemmT(op, Op::N, S(1), U, Z, beta, C);
     return;
   }
   const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;
@@ -242,22 +244,22 @@ void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
   View<S> Z1 = Z.topRows(k1), Z2 = Z.bottomRows(k2), C1 = C.topRows(k1), C2 = C.bottomRows(k2);
   if (op == Op::N) {  // [C1; C2] = [U11 Z1 + U12 Z2; U22 Z2]
     trmmUpperGemm(ops, op, U11, Z1, beta, C1);
-    ops.gemmExact(Op::N, Op::N, S(1), U12, Z2, S(1), C1);
+    ops.gemmT(Op::N, Op::N, S(1), U12, Z2, S(1), C1);
     trmmUpperGemm(ops, op, U22, Z2, beta, C2);
   } else {  // [C1; C2] = [U11^T Z1; U12^T Z1 + U22^T Z2]
     trmmUpperGemm(ops, op, U11, Z1, beta, C1);
-    ops.gemmExact(Op::T, Op::N, S(1), U12, Z1, beta, C2);
+    ops.gemmT(Op::T, Op::N, S(1), U12, Z1, beta, C2);
     trmmUpperGemm(ops, op, U22, Z2, S(1), C2);
   }
 }
 
-/// C = Z op(U) + beta C, the right-hand counterpart of trmmUpperGemm (same blocks, same storage-precision GEMMs): for
-/// B Q, whose T product cuBLAS's in-place TRMM ran at its 3-4 TFLOP/s.
+/// C = Z op(U) + beta C, the right-hand counterpart of trmmUpperGemm (same blocks, same GEMMs): for B Q, whose T
+/// product cuBLAS's in-place TRMM ran at its 3-4 TFLOP/s.
 template <class Ops, typename S>
 void trmmUpperGemmRight(Ops& ops, Op op, View<S> Z, View<S> U, S beta, View<S> C) {
   const Index k = U.rows;
-  if (k <= kTrmmUpperCutoff) {
-    ops.gemmExact(Op::N, op, S(1), Z, U, beta, C);
+  if (k <= kTrmmUpperCutoff || tProductOnTensorCores(ops.mode, Z.rows, k, k)) {
+    ops.gemmT(Op::N, op, S(1), Z, U, beta, C);
     return;
   }
   const Index k1 = (k / 2 + 15) / 16 * 16, k2 = k - k1;
@@ -265,11 +267,11 @@ void trmmUpperGemmRight(Ops& ops, Op op, View<S> Z, View<S> U, S beta, View<S> C
   View<S> Z1 = Z.leftCols(k1), Z2 = Z.rightCols(k2), C1 = C.leftCols(k1), C2 = C.rightCols(k2);
   if (op == Op::N) {  // [C1 C2] = [Z1 U11, Z1 U12 + Z2 U22]
     trmmUpperGemmRight(ops, op, Z1, U11, beta, C1);
-    ops.gemmExact(Op::N, Op::N, S(1), Z1, U12, beta, C2);
+    ops.gemmT(Op::N, Op::N, S(1), Z1, U12, beta, C2);
     trmmUpperGemmRight(ops, op, Z2, U22, S(1), C2);
   } else {  // [C1 C2] = [Z1 U11^T + Z2 U12^T, Z2 U22^T]
     trmmUpperGemmRight(ops, op, Z1, U11, beta, C1);
-    ops.gemmExact(Op::N, Op::T, S(1), Z2, U12, S(1), C1);
+    ops.gemmT(Op::N, Op::T, S(1), Z2, U12, S(1), C1);
     trmmUpperGemmRight(ops, op, Z2, U22, beta, C2);
   }
 }
@@ -473,8 +475,8 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   if (blocks) return;  // T1 and T2 stay separate blocks
 
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
-  // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs in the storage
-  // precision (T1 and T2 hold zeros below their diagonals; see trmmUpperGemm for why not in the mode).
+  // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs in T's
+  // arithmetic (T1 and T2 hold zeros below their diagonals; see trmmUpperGemm and tProductMode for why not in the mode).
   View<S> T12 = T.block(0, n1, n1, n2);
   const Index below = m - n1 - n2;
   if (n1 <= kSmallWY && n2 <= kSmallWY) {
@@ -488,7 +490,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   ops.gemm(Op::T, Op::N, S(-1), A1.block(n1, 0, n2, n1), Y2t, S(0), P);
   if (below > 0) ops.gemm(Op::T, Op::N, S(-1), A1.bottomRows(below), A2.bottomRows(below), S(1), P);
   trmmUpperGemm(ops, Op::N, T1, P, S(0), X);
-  ops.gemmExact(Op::N, Op::N, S(1), X, T2, S(0), T12);
+  ops.gemmT(Op::N, Op::N, S(1), X, T2, S(0), T12);
 }
 
 /// Scratch of factor()'s main lane for an m x n matrix.

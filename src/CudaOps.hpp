@@ -262,11 +262,20 @@ inline Index accumPartialBytes(Index m, Index n, Index elemBytes, int sms, Index
 /// WY applications is bounded by (m + 8) x (n + min(m, n)) elements (W^T A2 reads W, m x n1, and A2, m x n2). In
 /// FP32 the same buffer holds the split-K partials.
 /// The float modes reserve the split-K partials too: solve() and the Q products run in FP32 whatever the mode.
+/// The products with T on tensor cores (tProductMode) convert T (at most the merge cap's order) and its k x (n - k)
+/// partner: TF32 reserves for those alone, the others hold them within their own bound unless the cap is lifted
+/// (TCQR_MAX_MERGED_COLS=0; the workspace then grows, waiting for the stream, if it must).
 inline Index conversionBytes(Precision mode, Index m, Index n) {
   const Index e = conversionElementBytes(mode);
   const bool floatMode = mode != Precision::FP64 && mode != Precision::FP64Emulated;
   const Index split = floatMode ? splitKBytes(m) : 0;
-  return e == 0 ? split : std::max(split, e * (m + 8) * (n + std::min(m, n) + 16) + 256);
+  Index bytes = e == 0 ? split : std::max(split, e * (m + 8) * (n + std::min(m, n) + 16) + 256);
+  const Index et = conversionElementBytes(tProductMode(mode));
+  if (et > 0) {
+    const Index cap = maxMergedCols(mode, m), kt = cap > 0 ? std::min(cap, std::min(m, n)) : std::min(m, n);
+    bytes = std::max(bytes, et * (kt + 8) * (kt + n + 16) + 512);
+  }
+  return bytes;
 }
 
 /// One look-ahead lane of factorRecursive: a stream, its own cuBLAS handle (limited to part of the GPU, see
@@ -482,6 +491,10 @@ struct CudaOps {
     const auto t = traced(exactLabel(C.rows, C.cols, k), gemmFlops(C.rows, C.cols, k));
     Blas<S>::gemm(blas, cuOp(ta), cuOp(tb), C.rows, C.cols, k, alpha, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
   }
+
+  /// A product with T (Algorithms.hpp trmmUpperGemm and the merges): in tProductMode's error-corrected arithmetic on
+  /// converted operands where tProductOnTensorCores, else gemmExact.
+  void gemmT(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C);
 
   void trmmLowerAcc(Op opL, S alpha, View<S> L, View<S> Z, View<S> C, Index cutoff, TrmmScheme scheme) {
     const auto t = traced("trmmLowerAcc", double(L.rows) * double(L.rows) * double(Z.cols));
@@ -802,6 +815,31 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     if (gemmChunkedTN(C.rows, C.cols, kk, alpha, beta, C.p, C.ld, batched, plain)) return;
   }
   convertedProduct(blas, mode, ta, tb, C.rows, C.cols, kk, alpha, a, b, beta, C.p, C.ld);
+}
+
+template <>
+inline void CudaOps<double>::gemmT(Op ta, Op tb, double alpha, View<double> A, View<double> B, double beta,
+                                   View<double> C) {
+  gemmExact(ta, tb, alpha, A, B, beta, C);  // (tProductMode: no double mode multiplies T on tensor cores)
+}
+
+// Short inner dimensions (T's order, at most the merge cap): no chunked sums, and none of gemm()'s TN paths.
+template <>
+inline void CudaOps<float>::gemmT(Op ta, Op tb, float alpha, View<float> A, View<float> B, float beta,
+                                  View<float> C) {
+  if (C.empty()) return;
+  const Index k = (ta == Op::N) ? A.cols : A.rows;
+  if (k == 0 || !tProductOnTensorCores(mode, C.rows, C.cols, k)) {
+    gemmExact(ta, tb, alpha, A, B, beta, C);
+    return;
+  }
+  const Precision t = tProductMode(mode);
+  const auto traceScope = traced("gemmT x3", gemmFlops(C.rows, C.cols, k));
+  const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;  // (as gemmMode)
+  const Index bytesA = convertedBytes(t, A.rows, A.cols), bytesB = convertedBytes(t, B.rows, B.cols);
+  char* w = conversion->reserve(bytesA + bytesB, stream);
+  const ConvertedOperand a = convertOperand(t, A, w, stream), b = convertOperand(t, B, w + bytesA, stream);
+  convertedProduct(blas, t, ta, tb, C.rows, C.cols, kk, alpha, a, b, beta, C.p, C.ld);
 }
 
 // The recursive TRMM with L and Z converted once (a per-product conversion re-reads and re-writes the operands at every

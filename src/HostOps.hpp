@@ -98,6 +98,17 @@ struct HostOps {
     if (Y.rows > 0) s.template selfadjointView<Eigen::Upper>().rankUpdate(map(Y).transpose());
   }
 
+  /// A product with T (Algorithms.hpp trmmUpperGemm): as CudaOps, in tProductMode's error-corrected arithmetic
+  /// (emulated) where tProductOnTensorCores, else in S.
+  void gemmT(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
+    const Index inner = (ta == Op::N) ? A.cols : A.rows;
+    if (std::is_same<S, float>::value && tProductOnTensorCores(mode, C.rows, C.cols, inner)) {
+      gemmRounded(tProductMode(mode), ta, tb, alpha, A, B, beta, C);
+      return;
+    }
+    gemmExact(ta, tb, alpha, A, B, beta, C);
+  }
+
   void gemmExact(Op ta, Op tb, S alpha, View<S> A, View<S> B, S beta, View<S> C) {
     if (C.empty()) return;
     auto c = map(C);

@@ -145,6 +145,39 @@ inline std::ptrdiff_t x3Fp32MaxDim(Precision mode) {
 inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
   return hasDimAtMost(m, n, k, x3Fp32MaxDim(mode));
 }
+/// The arithmetic of the products with a compact WY form's T (Algorithms.hpp: trmmUpperGemm, trmmUpperGemmRight and
+/// a merge's X T2; Ops::gemmT): Precision::Default for the storage precision, else an error-corrected mode. T's
+/// products are an extra rounding stage that the W form does not have: in FP16, BF16 or TF32 itself they made the
+/// 4096^2 factorization 1.3-1.4x less accurate (H100, 32e3e91), so until 2026-11-28 they ran in FP32, where they took
+/// 53 ms of FP16 32768^2's traced 367 (at about 20 TFLOP/s). In those three modes they now run on tensor cores with
+/// the error correction, which keeps them at FP32-class accuracy, orders below the mode's own error:
+/// - FP16: FP16x3. Its operands are in FP16's range because the factorization scales A's columns to norms below 1
+///   (scalesColumns): |Y^T B| is at most |y| |b| <= sqrt(2) (a reflector's |y|^2 = 2 / tau, tau in [1, 2]), and T
+///   depends on Y alone.
+/// - BF16 and TF32: TF32x3, which keeps FP32's range; these modes do not scale A's columns.
+/// The error-corrected modes themselves keep FP32 T products (Default). Products with a side or inner dimension of at
+/// most x3Fp32MaxDim run in FP32 whatever this says (tProductOnTensorCores).
+/// TCQR_T_PRODUCTS=storage (all modes in the storage precision) or =x3 (the error-corrected modes too: FP16x3 for
+/// FP16x3, TF32x3 for TF32x3) override it, for measurements.
+inline Precision tProductMode(Precision mode) {
+  static const int env = [] {  // -1: unset or unknown, 0: storage, 1: x3
+    const char* v = std::getenv("TCQR_T_PRODUCTS");
+    if (v == nullptr) return -1;
+    if (std::string(v) == "storage") return 0;
+    return std::string(v) == "x3" ? 1 : -1;
+  }();
+  const bool lowPrecision = mode == Precision::FP16 || mode == Precision::BF16 || mode == Precision::TF32;
+  const bool x3 = env < 0 ? lowPrecision : env == 1 && (lowPrecision || errorCorrected(mode));
+  if (!x3) return Precision::Default;
+  return mode == Precision::FP16 || mode == Precision::FP16x3 ? Precision::FP16x3 : Precision::TF32x3;
+}
+/// Whether a T product (m x n result, inner dimension k) of a factorization in `mode` runs on tensor cores
+/// (tProductMode, and outside x3ProductInFp32). trmmUpperGemm then multiplies the whole triangle in one product: at
+/// the tensor cores' rate the zeros below T's diagonal cost less than the extra passes of its block recursion.
+inline bool tProductOnTensorCores(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k) {
+  const Precision t = tProductMode(mode);
+  return t != Precision::Default && !x3ProductInFp32(t, m, n, k);
+}
 /// Whether a factorization of a matrix with `cols` columns in `mode` scales the columns of A to unit norm first
 /// (HPDC'20 §3.5): the modes whose products see FP16 operands. FP16x3 runs every product with a side or inner dimension
 /// of at most x3Fp32MaxDim (256) in FP32, and with at most twice that many columns every product of the factorization

@@ -90,3 +90,33 @@ TEST_CASE_TEMPLATE("T's products: trmmUpperGemm and trmmUpperGemmRight match Eig
         checkUpper<T>(right, op, 200, 5, beta);    // one block: a single full product
       }
 }
+
+TEST_CASE("T's products in FP16, BF16 and TF32 run error-corrected, not in the mode (tProductMode)") {
+  TCQR_RANDOM_SEED();
+  using tcqr::Precision;
+  const Eigen::Index k = 600, c = 560;  // every side above x3Fp32MaxDim: one x3 product of the whole triangle
+  Mat<float> U = tcqr_test::uniformMatrix<float>(k, k);
+  U.triangularView<Eigen::StrictlyLower>().setZero();
+  const Mat<float> Z = tcqr_test::uniformMatrix<float>(k, c);
+  const Mat<double> ref = (U.cast<double>().transpose() * Z.cast<double>());
+  auto run = [&](Precision mode) {
+    HostOps<float> ops;
+    ops.mode = mode;
+    Mat<float> Zc = Z, C(k, c);
+    tcqr::detail::trmmUpperGemm(ops, Op::T, view(U), view(Zc), 0.0f, view(C));
+    return C;
+  };
+  const Mat<float> storage = run(Precision::FP32);
+  const double storageErr = (storage.cast<double>() - ref).norm() / ref.norm();
+  for (Precision mode : {Precision::FP16, Precision::BF16, Precision::TF32}) {
+    INFO("mode " << tcqr::precisionName(mode));
+    REQUIRE(tcqr::detail::tProductOnTensorCores(mode, k, c, k));
+    const Mat<float> C = run(mode);
+    const double err = (C.cast<double>() - ref).norm() / ref.norm();
+    // FP32-class, where a product in the mode itself would be off by 1e-4 (TF32, FP16) to 1e-3 (BF16)...
+    CHECK(err < 8 * storageErr + 1e-6);
+    CHECK(err < 2e-6);
+    // ... and not the FP32 product itself: the x3 emulation rounds each operand into two parts.
+    CHECK(C != storage);
+  }
+}
