@@ -476,7 +476,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
 
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
   // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs in T's
-  // arithmetic (T1 and T2 hold zeros below their diagonals; see trmmUpperGemm and tProductMode for why not in the mode).
+  // arithmetic (T1 and T2 hold zeros below their diagonals; trmmUpperGemm and tProductMode say why not in the mode).
   View<S> T12 = T.block(0, n1, n1, n2);
   const Index below = m - n1 - n2;
   if (n1 <= kSmallWY && n2 <= kSmallWY) {
