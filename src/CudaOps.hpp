@@ -262,9 +262,9 @@ inline Index accumPartialBytes(Index m, Index n, Index elemBytes, int sms, Index
 /// WY applications is bounded by (m + 8) x (n + min(m, n)) elements (W^T A2 reads W, m x n1, and A2, m x n2). In
 /// FP32 the same buffer holds the split-K partials.
 /// The float modes reserve the split-K partials too: solve() and the Q products run in FP32 whatever the mode.
-/// The products with T on tensor cores (tProductMode) convert T (at most the merge cap's order) and its k x (n - k)
-/// partner: TF32 reserves for those alone, the others hold them within their own bound unless the cap is lifted
-/// (TCQR_MAX_MERGED_COLS=0; the workspace then grows, waiting for the stream, if it must).
+/// The products with T on tensor cores (tProductMode) convert T (of at most the merge cap's order, or about half of
+/// min(m, n) without a cap: the widest merged left child) and its partner of at most n columns; the larger of the two
+/// bounds is reserved. (Should a product ever need more, ConversionWork::reserve grows it, waiting for the stream.)
 inline Index conversionBytes(Precision mode, Index m, Index n) {
   const Index e = conversionElementBytes(mode);
   const bool floatMode = mode != Precision::FP64 && mode != Precision::FP64Emulated;
@@ -272,7 +272,8 @@ inline Index conversionBytes(Precision mode, Index m, Index n) {
   Index bytes = e == 0 ? split : std::max(split, e * (m + 8) * (n + std::min(m, n) + 16) + 256);
   const Index et = conversionElementBytes(tProductMode(mode));
   if (et > 0) {
-    const Index cap = maxMergedCols(mode, m), kt = cap > 0 ? std::min(cap, std::min(m, n)) : std::min(m, n);
+    const Index k = std::min(m, n), cap = maxMergedCols(mode, m);
+    const Index kt = std::min(k, cap > 0 ? cap : k / 2 + kCudaBlockSize);
     bytes = std::max(bytes, et * (kt + 8) * (kt + n + 16) + 512);
   }
   return bytes;
