@@ -149,22 +149,22 @@ inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, 
 /// a merge's X T2; Ops::gemmT): Precision::Default for the storage precision, else an error-corrected mode. T's
 /// products are an extra rounding stage that the W form does not have: in FP16, BF16 or TF32 itself they made the
 /// 4096^2 factorization 1.3-1.4x less accurate (H100, 32e3e91), so until c518936 they ran in FP32 (FP16 32768^2
-/// traced at 1ad2ba3: 38.7 ms of T products with more than 256 result columns, at 22-42 TFLOP/s). In those three modes they
-/// now run on tensor cores with the error correction, which keeps them at FP32-class accuracy, orders below the mode's
-/// own error:
+/// traced at 1ad2ba3: 38.7 ms of T products with more than 256 result columns, at 22-42 TFLOP/s). In those three
+/// modes they now run on tensor cores with the error correction, which keeps them at FP32-class accuracy, orders
+/// below the mode's own error:
 /// - FP16: FP16x3. Its operands are in FP16's range because the factorization scales A's columns to norms below 1
 ///   (scalesColumns): |Y^T B| is at most |y| |b| <= sqrt(2) (a reflector's |y|^2 = 2 / tau, tau in [1, 2]). T
-///   depends on Y alone; nothing bounds it below FP16's 65504 in general (a nearly dependent Y could make it large),
-///   which is assumed not to happen (T = I + O(Y^T Y) for the well-separated reflectors of a QR).
+///   depends on Y alone, but nothing bounds it below FP16's 65504 in general (a nearly dependent Y could make it
+///   large): that it stays below is assumed, not checked.
 /// - BF16 and TF32: TF32x3, which keeps FP32's range; these modes do not scale A's columns.
 /// H100, same binary, alternating with the FP32 products
 /// (bench/results/logs/2026-11-28-h100-t-products-x3-whole-c518936.log): FP16 32768^2 314.7-324.9 to 305.1-306.1 ms,
 /// FP16 16384^2 88.9 to 84.5-84.8, TF32 88.4-88.6 to 87.1-87.8, the 4096^2 backward errors and orthogonality
-/// within 0.3%, the column-relative errors within 2%. (d19d73a, the same
-/// in TF32x3 through the 256-block recursion, a split per block, had lost time.)
+/// within 0.3%, the column-relative errors within 2%. (d19d73a, the same in TF32x3 through the 256-block recursion,
+/// a split per block, had lost time.)
 /// The error-corrected modes themselves keep FP32 T products (Default): in FP16x3 the x3 products gained 0.5-0.9% at
-/// 16384^2 and raised the 4096^2 backward error by 14-18% (0.83-1.05e-6 to 0.95-1.24e-6). Products with a side or inner
-/// dimension of at most x3Fp32MaxDim run in FP32 whatever this says (tProductOnTensorCores).
+/// 16384^2 and raised the 4096^2 backward error by 14-18% (0.83-1.05e-6 to 0.95-1.24e-6). Products with a side or
+/// inner dimension of at most x3Fp32MaxDim run in FP32 whatever this says (tProductOnTensorCores).
 /// TCQR_T_PRODUCTS=storage (all modes in the storage precision) or =x3 (the error-corrected modes too: FP16x3 for
 /// FP16x3, TF32x3 for TF32x3) override it, for measurements.
 inline Precision tProductMode(Precision mode) {

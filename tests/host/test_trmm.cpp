@@ -109,7 +109,8 @@ TEST_CASE("T's products in FP16, BF16 and TF32 run error-corrected, not in the m
                      << ", op " << (op == Op::N ? "N" : "T"));
         REQUIRE(tcqr::detail::tProductOnTensorCores(mode, k, c, k));
         Mat<float> Z = right ? tcqr_test::uniformMatrix<float>(c, k) : tcqr_test::uniformMatrix<float>(k, c);
-        const Mat<double> opU = op == Op::N ? Mat<double>(U.cast<double>()) : Mat<double>(U.cast<double>().transpose());
+        const Mat<double> Ud = U.cast<double>();
+        const Mat<double> opU = op == Op::N ? Ud : Mat<double>(Ud.transpose());
         const Mat<double> ref = right ? Mat<double>(Z.cast<double>() * opU) : Mat<double>(opU * Z.cast<double>());
         Mat<float> C(Z.rows(), Z.cols());
         HostOps<float> ops;
