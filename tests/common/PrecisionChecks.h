@@ -186,25 +186,6 @@ QRErrors checkModeBounds(const Mat<Scalar>& A, Backend backend, Precision p, Ind
   return e;
 }
 
-// ---- test matrices -----------------------------------------------------------------------------------------------
-
-/// Uniform random entries, then column j scaled to 2-norm 10^e_j, with the exponents e_j evenly spaced over
-/// [log10(lo), log10(hi)] and assigned to the columns in a random order (large and small columns interleave, so
-/// every level of the recursion mixes them). Built in double and rounded once to Scalar.
-template <typename Scalar>
-Mat<Scalar> spreadColumnsMatrix(Index m, Index n, double lo = 1e-6, double hi = 1e6) {
-  Eigen::MatrixXd A = uniformMatrixD(m, n);
-  std::vector<Index> order(static_cast<size_t>(n));
-  for (Index j = 0; j < n; ++j) order[size_t(j)] = j;
-  for (Index j = n - 1; j > 0; --j) std::swap(order[size_t(j)], order[size_t(uniformIndex(0, j))]);
-  const double l0 = std::log10(lo), l1 = std::log10(hi);
-  for (Index j = 0; j < n; ++j) {
-    const double t = n > 1 ? double(order[size_t(j)]) / double(n - 1) : 0.0;
-    A.col(j) *= std::pow(10.0, l0 + t * (l1 - l0)) / A.col(j).norm();
-  }
-  return A.cast<Scalar>();
-}
-
 // ---- suites ------------------------------------------------------------------------------------------------------
 
 /// Every mode of Scalar against its bounds on tall, odd-sized and wide matrices (kappa 1e4 spectra and uniform

@@ -12,9 +12,12 @@
 #define TCQR_TESTS_TESTMATRICES_H
 
 #include <Eigen/Core>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace tcqr_test {
@@ -104,6 +107,23 @@ Mat<Scalar> withDuplicatedColumns(Index m, Index n) {
   for (Index j = c; j < n; ++j) a.col(j) = a.col(j - c);
   if (n >= 3) a.col(n - 1) = Scalar(-2) * a.col(0);
   return a;
+}
+
+/// Uniform random entries, then column j scaled to 2-norm 10^e_j, with the exponents e_j evenly spaced over
+/// [log10(lo), log10(hi)] and assigned to the columns in a random order (large and small columns interleave, so
+/// every level of the recursion mixes them). Built in double and rounded once to Scalar.
+template <typename Scalar>
+Mat<Scalar> spreadColumnsMatrix(Index m, Index n, double lo = 1e-6, double hi = 1e6) {
+  Eigen::MatrixXd A = uniformMatrixD(m, n);
+  std::vector<Index> order(static_cast<size_t>(n));
+  for (Index j = 0; j < n; ++j) order[size_t(j)] = j;
+  for (Index j = n - 1; j > 0; --j) std::swap(order[size_t(j)], order[size_t(uniformIndex(0, j))]);
+  const double l0 = std::log10(lo), l1 = std::log10(hi);
+  for (Index j = 0; j < n; ++j) {
+    const double t = n > 1 ? double(order[size_t(j)]) / double(n - 1) : 0.0;
+    A.col(j) *= std::pow(10.0, l0 + t * (l1 - l0)) / A.col(j).norm();
+  }
+  return A.cast<Scalar>();
 }
 
 // ---- accuracy ratios ---------------------------------------------------------------------------------------------
