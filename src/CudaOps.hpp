@@ -681,6 +681,18 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
   return {w, nullptr, ld, 2};
 }
 
+/// Both operands of a product converted for `mode`, one after the other in the conversion workspace `work` (grown,
+/// waiting for `stream`, if too small).
+struct ConvertedPair {
+  ConvertedOperand a, b;
+};
+inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> B, ConversionWork& work,
+                                     cudaStream_t stream) {
+  const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
+  char* w = work.reserve(bytesA + bytesB, stream);
+  return {convertOperand(mode, A, w, stream), convertOperand(mode, B, w + bytesA, stream)};
+}
+
 /// TF32x3's hi*hi product is summed through C in chunks of at most this much of its inner dimension (the two
 /// correction products, 2^-11 smaller, are not). The tensor cores do not round their FP32 running sums to nearest, so a
 /// long product's error drifts with its inner dimension, and the hi*hi products with inner dimensions up to the merge
@@ -763,9 +775,8 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     return;
   }
   const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;
-  const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
-  char* w = conversion->reserve(bytesA + bytesB, stream);
-  const ConvertedOperand a = convertOperand(mode, A, w, stream), b = convertOperand(mode, B, w + bytesA, stream);
+  const ConvertedPair ab = convertOperands(mode, A, B, *conversion, stream);
+  const ConvertedOperand &a = ab.a, &b = ab.b;
   if (errorCorrected(mode) && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() && chunksTN(C.rows, C.cols, kk)) {
     // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: the hi*hi product is chunked
     // like FP32's (see kAccumChunk). The two correction products, 2^-11 smaller, drift 2^-11 less and go straight
@@ -837,10 +848,8 @@ inline void CudaOps<float>::gemmT(Op ta, Op tb, float alpha, View<float> A, View
   const Precision t = tProductMode(mode);
   const auto traceScope = traced("gemmT x3", gemmFlops(C.rows, C.cols, k));
   const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;  // (as gemmMode)
-  const Index bytesA = convertedBytes(t, A.rows, A.cols), bytesB = convertedBytes(t, B.rows, B.cols);
-  char* w = conversion->reserve(bytesA + bytesB, stream);
-  const ConvertedOperand a = convertOperand(t, A, w, stream), b = convertOperand(t, B, w + bytesA, stream);
-  convertedProduct(blas, t, ta, tb, C.rows, C.cols, kk, alpha, a, b, beta, C.p, C.ld);
+  const ConvertedPair ab = convertOperands(t, A, B, *conversion, stream);
+  convertedProduct(blas, t, ta, tb, C.rows, C.cols, kk, alpha, ab.a, ab.b, beta, C.p, C.ld);
 }
 
 // The recursive TRMM with L and Z converted once (a per-product conversion re-reads and re-writes the operands at every
@@ -855,9 +864,8 @@ template <>
 inline void CudaOps<float>::trmmConverted(Op opL, float alpha, View<float> L, View<float> Z, View<float> C,
                                           Index cutoff, TrmmScheme scheme) {
   const Index k = L.rows;
-  const Index bytesL = convertedBytes(mode, k, L.cols), bytesZ = convertedBytes(mode, Z.rows, Z.cols);
-  char* w = conversion->reserve(bytesL + bytesZ, stream);
-  const ConvertedOperand l = convertOperand(mode, L, w, stream), z = convertOperand(mode, Z, w + bytesL, stream);
+  const ConvertedPair lz = convertOperands(mode, L, Z, *conversion, stream);
+  const ConvertedOperand &l = lz.a, &z = lz.b;
   auto gemm = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
     const Index rowsC = op == Op::N ? lnr : lnc;
     // Op::T reaching L's last row: the inner dimension runs on into the zero padding rows of both copies (Z has k

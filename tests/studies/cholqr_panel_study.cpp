@@ -42,8 +42,7 @@ using tcqr::detail::HostOps;
 using tcqr::detail::Index;
 using tcqr::detail::View;
 
-template <typename S>
-using M = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+using tcqr_test::Mat;
 
 struct Settings {
   int passes = 3;      // shifted pass + passes - 1 plain ones
@@ -73,7 +72,7 @@ struct CholQrPanelOps : HostOps<S> {
       return false;
     }
     auto a = tcqr::detail::map(A);
-    M<S> X = a;
+    Mat<S> X = a;
     Eigen::Matrix<S, Eigen::Dynamic, 1> d(n);
     for (Index j = 0; j < n; ++j) {
       const S nrm = X.col(j).norm();
@@ -85,23 +84,23 @@ struct CholQrPanelOps : HostOps<S> {
       X.col(j) /= d(j);
     }
     const S u = Eigen::NumTraits<S>::epsilon() / 2;
-    M<S> R = d.asDiagonal();
+    Mat<S> R = d.asDiagonal();
     for (int p = 0; p < settings.passes; ++p) {
-      M<S> G = X.transpose() * X;
+      Mat<S> G = X.transpose() * X;
       if (p == 0) {
         const S shift = S(11) * S(double(m) * double(n) + double(n) * double(n + 1)) * u * G.trace();
         G.diagonal().array() += shift;
       }
-      Eigen::LLT<M<S>> llt(G);
+      Eigen::LLT<Mat<S>> llt(G);
       if (llt.info() != Eigen::Success || !llt.matrixLLT().allFinite()) {
         ++counts->fallbackChol;
         return false;
       }
-      const M<S> Rp = llt.matrixU();
+      const Mat<S> Rp = llt.matrixU();
       Rp.template triangularView<Eigen::Upper>().template solveInPlace<Eigen::OnTheRight>(X);
       R = (Rp * R).eval();
     }
-    const double orth = (X.transpose() * X - M<S>::Identity(n, n)).template cast<double>().cwiseAbs().maxCoeff();
+    const double orth = (X.transpose() * X - Mat<S>::Identity(n, n)).template cast<double>().cwiseAbs().maxCoeff();
     if (settings.check > 0 && !(orth <= settings.check * double(u))) {
       ++counts->fallbackCheck;
       return false;
@@ -109,10 +108,10 @@ struct CholQrPanelOps : HostOps<S> {
     counts->worstOrth = std::max(counts->worstOrth, orth);
     ++counts->cholqr;
     // ReconstructWY: the signed LU of Q's top block (HostOps::signedLU also writes T), Y2 = -Q2 U^-1.
-    M<S> LU = X.topRows(n);
+    Mat<S> LU = X.topRows(n);
     std::vector<S> s(static_cast<size_t>(n));
     this->signedLU(View<S>(LU.data(), n, n, n), s.data(), T);
-    M<S> Y2 = X.bottomRows(m - n);
+    Mat<S> Y2 = X.bottomRows(m - n);
     LU.template triangularView<Eigen::Upper>().template solveInPlace<Eigen::OnTheRight>(Y2);
     a.bottomRows(m - n) = -Y2;
     for (Index j = 0; j < n; ++j) {
@@ -130,9 +129,9 @@ struct Errors {
 /// factor() with `ops` on a copy of A (the Host backend's recursion with the GPU's block size and panel choice), then
 /// the errors of Q (Householder sequence of the packed factor, thin) and R, in double.
 template <typename S, class Ops>
-Errors factorAndMeasure(Ops& ops, const M<S>& A0) {
+Errors factorAndMeasure(Ops& ops, const Mat<S>& A0) {
   const Index m = A0.rows(), n = A0.cols(), k = std::min(m, n);
-  M<S> A = A0;
+  Mat<S> A = A0;
   std::vector<S> tau(static_cast<size_t>(k)), T(static_cast<size_t>(k * k));
   const Index nb = tcqr::detail::kTsqrMaxCols;  // (CudaBackend::nb() with the default panel: 32-column leaves)
   const auto panel = tcqr::detail::PanelKind::Hybrid;
@@ -144,11 +143,11 @@ Errors factorAndMeasure(Ops& ops, const M<S>& A0) {
                        scratch.data(), static_cast<S*>(nullptr), identity.empty() ? nullptr : identity.data());
   // (A vector, not a Map: HouseholderSequence keeps a reference to its coefficients' type.)
   const Eigen::Matrix<S, Eigen::Dynamic, 1> tv = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(tau.data(), k);
-  const Eigen::HouseholderSequence<M<S>, Eigen::Matrix<S, Eigen::Dynamic, 1>> H(A, tv);
-  M<S> Q = M<S>::Identity(m, k);
+  const Eigen::HouseholderSequence<Mat<S>, Eigen::Matrix<S, Eigen::Dynamic, 1>> H(A, tv);
+  Mat<S> Q = Mat<S>::Identity(m, k);
   Q.applyOnTheLeft(H);
   const Eigen::MatrixXd Qd = Q.template cast<double>();
-  const M<S> R = A.topRows(k).template triangularView<Eigen::Upper>();
+  const Mat<S> R = A.topRows(k).template triangularView<Eigen::Upper>();
   const Eigen::MatrixXd Rd = R.template cast<double>();
   const Eigen::MatrixXd Ad = A0.template cast<double>();
   Errors e;
@@ -158,7 +157,7 @@ Errors factorAndMeasure(Ops& ops, const M<S>& A0) {
 }
 
 template <typename S>
-void study(const char* type, const char* name, const M<S>& A, const Settings& settings) {
+void study(const char* type, const char* name, const Mat<S>& A, const Settings& settings) {
   HostOps<S> ref;
   const Errors r = factorAndMeasure<S>(ref, A);
   Counts c;
@@ -179,7 +178,7 @@ void study(const char* type, const char* name, const M<S>& A, const Settings& se
 /// column (rel = 0: an exact duplicate). The Gram matrix of a panel is then (nearly) singular: what the fallback is
 /// for.
 template <typename S>
-M<S> pairedColumns(Index m, Index n, double rel) {
+Mat<S> pairedColumns(Index m, Index n, double rel) {
   Eigen::MatrixXd a = tcqr_test::uniformMatrixD(m, n);
   for (Index j = 1; j < n; j += 2) a.col(j) = a.col(j - 1) + rel * tcqr_test::uniformMatrixD(m, 1);
   return a.cast<S>();
@@ -190,7 +189,7 @@ void runAll(Index m, Index n, const std::vector<double>& kappas, const Settings&
   const char* type = std::is_same<S, float>::value ? "float" : "double";
   using tcqr_test::Spectrum;
   study<S>(type, "uniform", tcqr_test::uniformMatrix<S>(m, n), settings);
-  study<S>(type, "normal", M<S>(tcqr_test::gaussianMatrix(m, n).cast<S>()), settings);
+  study<S>(type, "normal", Mat<S>(tcqr_test::gaussianMatrix(m, n).cast<S>()), settings);
   for (double kappa : kappas) {
     for (Spectrum kind : {Spectrum::Arithmetic, Spectrum::Geometric, Spectrum::Clustered}) {
       const std::string name =
