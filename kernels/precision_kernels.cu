@@ -63,8 +63,9 @@ __device__ __forceinline__ void load8(const float* __restrict__ A, Index lda, In
 /// group's first element in the packed copy with leading dimension ldo), grid-stride.
 template <class F>
 __device__ __forceinline__ void forEachGroup(const float* __restrict__ A, Index lda, Index rows, Index cols, Index ldo,
-                                             F&& f) {
-  const Index groups = ldo / kRowsPerThread, total = groups * cols;
+                                             F&& f, Index padded = 0) {
+  // (padded: the rows written per column, zeros below `rows`; paddedRows(rows) where ldo leaves room for more.)
+  const Index groups = (padded > 0 ? padded : ldo) / kRowsPerThread, total = groups * cols;
   for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total; idx += Index(gridDim.x) * blockDim.x) {
     const Index j = idx / groups, i = (idx - j * groups) * kRowsPerThread;
     float v[kRowsPerThread];
@@ -85,7 +86,7 @@ __global__ void convertKernel(const float* __restrict__ A, Index lda, Index rows
 }
 
 __global__ void splitTf32Kernel(const float* __restrict__ A, Index lda, Index rows, Index cols, float* __restrict__ hi,
-                                float* __restrict__ lo, Index ldo) {
+                                float* __restrict__ lo, Index ldo, Index padded) {
   forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o) {
     float h[kRowsPerThread], l[kRowsPerThread];
 #pragma unroll
@@ -99,12 +100,12 @@ __global__ void splitTf32Kernel(const float* __restrict__ A, Index lda, Index ro
     ph[1] = make_float4(h[4], h[5], h[6], h[7]);
     pl[0] = make_float4(l[0], l[1], l[2], l[3]);
     pl[1] = make_float4(l[4], l[5], l[6], l[7]);
-  });
+  }, padded);
 }
 
 /// FP16x3's split: hi = fp16(x), lo = fp16((x - hi) loScale) (x - hi is exact in FP32).
 __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, __half* __restrict__ hi,
-                                __half* __restrict__ lo, Index ldo, float loScale) {
+                                __half* __restrict__ lo, Index ldo, Index padded, float loScale) {
   forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o) {
     alignas(16) __half h[kRowsPerThread];
     alignas(16) __half l[kRowsPerThread];
@@ -115,7 +116,7 @@ __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index ro
     }
     *reinterpret_cast<uint4*>(hi + o) = *reinterpret_cast<const uint4*>(h);
     *reinterpret_cast<uint4*>(lo + o) = *reinterpret_cast<const uint4*>(l);
-  });
+  }, padded);
 }
 
 inline unsigned gridFor(Index total) {
@@ -280,19 +281,33 @@ void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T
 template void launchConvertFromFloat<__half>(const float*, Index, Index, Index, __half*, cudaStream_t);
 template void launchConvertFromFloat<__nv_bfloat16>(const float*, Index, Index, Index, __nv_bfloat16*, cudaStream_t);
 
-void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream) {
-  const Index ldo = paddedRows(rows);
-  if (ldo * cols == 0) return;
-  splitTf32Kernel<<<gridFor(ldo / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo);
+namespace {
+/// The output leading dimension of a split: paddedRows(rows) by default (ldo = 0), else at least that and a multiple
+/// of 8 (the stacked layouts of CudaOps' convertOperand).
+Index splitLd(Index rows, Index ldo, const char* what) {
+  const Index padded = paddedRows(rows);
+  if (ldo == 0) return padded;
+  if (ldo < padded || ldo % kRowsPerThread != 0)
+    detail::throwError(ErrorSource::Kernel, 0, "output leading dimension out of range", what, __FILE__, __LINE__);
+  return ldo;
+}
+}  // namespace
+
+void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream,
+                     Index ldOut) {
+  const Index ldo = splitLd(rows, ldOut, "launchSplitTf32"), padded = paddedRows(rows);
+  if (padded * cols == 0) return;
+  splitTf32Kernel<<<gridFor(padded / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo,
+                                                                                    padded);
   TCQR_CHECK_LAUNCH("splitTf32Kernel");
 }
 
 void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, float loScale,
-                     cudaStream_t stream) {
-  const Index ldo = paddedRows(rows);
-  if (ldo * cols == 0) return;
-  splitHalfKernel<<<gridFor(ldo / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo,
-                                                                                 loScale);
+                     cudaStream_t stream, Index ldOut) {
+  const Index ldo = splitLd(rows, ldOut, "launchSplitHalf"), padded = paddedRows(rows);
+  if (padded * cols == 0) return;
+  splitHalfKernel<<<gridFor(padded / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo,
+                                                                                    padded, loScale);
   TCQR_CHECK_LAUNCH("splitHalfKernel");
 }
 

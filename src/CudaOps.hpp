@@ -643,37 +643,69 @@ inline void CudaOps<double>::gemmMode(Op ta, Op tb, double alpha, View<double> A
 // float on tensor cores. The converted-operand modes (TF32x3, FP16, BF16) write packed copies (ld a multiple of 8,
 // zero padding rows, kernels/precision_kernels.cu) into the conversion workspace and multiply those.
 
-/// A converted operand: `hi` (and `lo` for TF32x3) with leading dimension `ld`; element offsets via at().
+/// A converted operand: `hi` (and `lo` for the x3 modes) with leading dimension `ld`; element offsets via at(). With
+/// `pair` non-null (convertOperands' stacked layouts, whole operands only) hi and lo also form one operand with twice
+/// the inner dimension, pairK entries of it each: [hi lo] along the inner dimension from `pair` for the left operand,
+/// [lo hi] for the right one, so that one product gives both correction terms (convertedProduct).
 struct ConvertedOperand {
   char* hi = nullptr;
   char* lo = nullptr;
   Index ld = 0, elemBytes = 0;
+  char* pair = nullptr;
+  Index pairK = 0;
   ConvertedOperand at(Index r, Index c) const {
     const Index off = (r + c * ld) * elemBytes;
-    return {hi + off, lo ? lo + off : nullptr, ld, elemBytes};
+    return {hi + off, lo ? lo + off : nullptr, ld, elemBytes, nullptr, 0};
   }
 };
+
+/// How convertOperand lays out an x3 mode's two parts (the others have one). Blocks: hi, then lo after it (the
+/// default). The rest put them side by side along the inner dimension of a product, for one product of both
+/// correction terms: RowsHiFirst / RowsLoFirst for an operand whose inner dimension is its rows (each column holds
+/// paddedRows(rows) entries of one part, then as many of the other; ld twice that), ColsHiFirst for one whose inner
+/// dimension is its columns (lo's columns right after hi's).
+enum class SplitLayout { Blocks, RowsHiFirst, RowsLoFirst, ColsHiFirst };
 
 /// Bytes of the converted copy of a rows x cols operand (256-byte aligned so the next copy starts aligned).
 inline Index convertedBytes(Precision mode, Index rows, Index cols) {
   return (kernels::paddedRows(rows) * cols * conversionElementBytes(mode) + 255) / 256 * 256;
 }
 
-/// Converts X into `w` (convertedBytes(mode, X.rows, X.cols) bytes) for `mode`.
-inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream) {
-  const Index ld = kernels::paddedRows(X.rows);
-  if (mode == Precision::FP16x3) {
-    const Index half = convertedBytes(mode, X.rows, X.cols) / 2;  // hi and lo: ld * cols halves each
-    kernels::launchSplitHalf(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(w),
-                             reinterpret_cast<__half*>(w + half), kFp16x3LoScale, stream);
-    return {w, w + half, ld, 2};
+/// Converts X into `w` (convertedBytes(mode, X.rows, X.cols) bytes) for `mode`; `layout` places an x3 mode's parts.
+inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream,
+                                       SplitLayout layout = SplitLayout::Blocks) {
+  const Index padded = kernels::paddedRows(X.rows);
+  if (mode == Precision::FP16x3 || mode == Precision::TF32x3) {
+    const Index part = mode == Precision::FP16x3 ? 2 : Index(sizeof(float));
+    ConvertedOperand c{w, nullptr, padded, part, nullptr, 0};
+    switch (layout) {
+      case SplitLayout::Blocks:  // (lo at half the rounded size: ld * cols parts each)
+        c.lo = w + convertedBytes(mode, X.rows, X.cols) / 2;
+        break;
+      case SplitLayout::ColsHiFirst:
+        c.lo = w + padded * X.cols * part;
+        c.pair = w, c.pairK = X.cols;
+        break;
+      case SplitLayout::RowsHiFirst:
+      case SplitLayout::RowsLoFirst: {
+        const bool hiFirst = layout == SplitLayout::RowsHiFirst;
+        c.ld = 2 * padded;
+        c.hi = hiFirst ? w : w + padded * part;
+        c.lo = hiFirst ? w + padded * part : w;
+        c.pair = w, c.pairK = padded;
+        break;
+      }
+    }
+    const Index ldOut = layout == SplitLayout::Blocks ? 0 : c.ld;
+    if (mode == Precision::FP16x3)
+      kernels::launchSplitHalf(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(c.hi),
+                               reinterpret_cast<__half*>(c.lo), kFp16x3LoScale, stream, ldOut);
+    else
+      kernels::launchSplitTf32(X.p, X.ld, X.rows, X.cols, reinterpret_cast<float*>(c.hi),
+                               reinterpret_cast<float*>(c.lo), stream, ldOut);
+    return c;
   }
-  if (mode == Precision::TF32x3) {
-    const Index half = convertedBytes(mode, X.rows, X.cols) / 2;  // hi and lo: ld * cols floats each
-    kernels::launchSplitTf32(X.p, X.ld, X.rows, X.cols, reinterpret_cast<float*>(w), reinterpret_cast<float*>(w + half),
-                             stream);
-    return {w, w + half, ld, Index(sizeof(float))};
-  }
+  const Index ld = padded;
   if (mode == Precision::FP16)
     kernels::launchConvertFromFloat(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(w), stream);
   else
@@ -686,11 +718,25 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
 struct ConvertedPair {
   ConvertedOperand a, b;
 };
+/// With `paired` (gemmMode's whole products only: trmmConverted and gemmT take blocks of their copies) and an x3 mode,
+/// the parts are laid out for convertedProduct's one product of both correction terms, where the shapes allow: TN
+/// always, NN where the inner dimension is a multiple of 8 (the right operand's hi then starts 16-byte aligned).
+/// TCQR_X3_PAIRED=0 keeps the blocks (for measurements).
 inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> B, ConversionWork& work,
-                                     cudaStream_t stream) {
+                                     cudaStream_t stream, Op ta = Op::N, Op tb = Op::N, bool paired = false) {
   const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
   char* w = work.reserve(bytesA + bytesB, stream);
-  return {convertOperand(mode, A, w, stream), convertOperand(mode, B, w + bytesA, stream)};
+  SplitLayout la = SplitLayout::Blocks, lb = SplitLayout::Blocks;
+  if (paired && errorCorrected(mode) && x3PairedCorrections() && tb == Op::N) {
+    if (ta == Op::T) {
+      la = SplitLayout::RowsHiFirst;
+      lb = SplitLayout::RowsLoFirst;
+    } else if (A.cols % 8 == 0) {
+      la = SplitLayout::ColsHiFirst;
+      lb = SplitLayout::RowsLoFirst;
+    }
+  }
+  return {convertOperand(mode, A, w, stream, la), convertOperand(mode, B, w + bytesA, stream, lb)};
 }
 
 /// TF32x3's hi*hi product is summed through C in chunks of at most this much of its inner dimension (the two
@@ -752,8 +798,12 @@ inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, 
     product(A.hi, B.hi, k, &beta);
     return;
   }
-  product(A.lo, B.hi, k, &beta, &alphaLo);
-  product(A.hi, B.lo, k, &one, &alphaLo);
+  if (A.pair && B.pair && A.pairK == k && B.pairK == k) {
+    product(A.pair, B.pair, 2 * k, &beta, &alphaLo);  // [hi lo] [lo; hi] = hi*lo + lo*hi
+  } else {
+    product(A.lo, B.hi, k, &beta, &alphaLo);
+    product(A.hi, B.lo, k, &one, &alphaLo);
+  }
   const Index chunk = x3HiHiChunk() > 0 ? x3HiHiChunk() : k;
   for (Index k0 = 0; k0 < k; k0 += chunk) {
     // (A chunk of the inner dimension: columns of op(A) = A, rows of op(A) = A^T; the other way round for B.)
@@ -775,7 +825,7 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     return;
   }
   const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;
-  const ConvertedPair ab = convertOperands(mode, A, B, *conversion, stream);
+  const ConvertedPair ab = convertOperands(mode, A, B, *conversion, stream, ta, tb, /*paired=*/true);
   const ConvertedOperand &a = ab.a, &b = ab.b;
   if (errorCorrected(mode) && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() && chunksTN(C.rows, C.cols, kk)) {
     // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: the hi*hi product is chunked
@@ -791,8 +841,12 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
                                  out, CUDA_R_32F, ldo, compute, CUBLAS_GEMM_DEFAULT));
     };
     const float one = 1.0f;
-    tn(a.lo, b.hi, C.cols, kk, &beta, C.p, C.ld, &alphaLo);
-    tn(a.hi, b.lo, C.cols, kk, &one, C.p, C.ld, &alphaLo);
+    if (a.pair && b.pair && a.pairK == kk && b.pairK == kk) {
+      tn(a.pair, b.pair, C.cols, 2 * kk, &beta, C.p, C.ld, &alphaLo);  // (as in convertedProduct)
+    } else {
+      tn(a.lo, b.hi, C.cols, kk, &beta, C.p, C.ld, &alphaLo);
+      tn(a.hi, b.lo, C.cols, kk, &one, C.p, C.ld, &alphaLo);
+    }
     auto batched = [&](Index c0, Index nc, Index kc, Index batch, float* P) {
       const float zero = 0.0f;
       TCQR_CHECK(cublasGemmStridedBatchedEx_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, C.rows, nc, kc, &one, a.hi, type, a.ld,

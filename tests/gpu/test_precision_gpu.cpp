@@ -77,6 +77,31 @@ TEST_SUITE("gpu") {
     tcqr_test::modeBoundsSuite<T>(Backend::Cuda, {{1001, 999}, {2100, 1100}, {2300, 2200}});
   }
 
+  // The x3 modes' two correction products of a whole GEMM run as one product of [hi lo] and [lo; hi] (CudaOps
+  // convertOperands' paired layouts; TCQR_X3_PAIRED=0 keeps them apart): the same sums in another order, so the
+  // factorizations agree to rounding, and differ in their bits (the paired product ran).
+  TEST_CASE("[Cuda] x3 modes: one product of both correction terms agrees with two") {
+    TCQR_RANDOM_SEED();
+    using M = Mat<float>;
+    for (Precision mode : {Precision::FP16x3, Precision::TF32x3}) {
+      for (const auto& shape : std::vector<std::pair<Index, Index>>{{1300, 1100}, {2300, 2200}, {4000, 1040}}) {
+        INFO(tcqr::precisionName(mode) << ", " << shape.first << " x " << shape.second);
+        const M A = tcqr_test::uniformMatrix<float>(shape.first, shape.second);
+        const M paired = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
+        M apart;
+        {
+          struct Restore {
+            ~Restore() { unsetenv("TCQR_X3_PAIRED"); }
+          } restore;
+          setenv("TCQR_X3_PAIRED", "0", 1);
+          apart = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
+        }
+        CHECK(tcqr_test::relativeDifference(paired, apart) <= 1e-4);
+        CHECK(paired != apart);
+      }
+    }
+  }
+
   TEST_CASE("[Cuda] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {
     TCQR_RANDOM_SEED();
     tcqr_test::modesDifferSuite(Backend::Cuda, 300, 200);
