@@ -720,7 +720,8 @@ struct ConvertedPair {
 };
 /// With `paired` (gemmMode's whole products only: trmmConverted and gemmT take blocks of their copies) and an x3 mode,
 /// the parts are laid out for convertedProduct's one product of both correction terms, where the shapes allow: TN
-/// always, NN where the inner dimension is a multiple of 8 (the right operand's hi then starts 16-byte aligned).
+/// always, NN where the inner dimension k is a multiple of 8 (the left operand pairs k columns of hi with k of lo, so
+/// the right operand's [lo; hi] must have no padding rows between its parts: paddedRows(k) == k).
 /// TCQR_X3_PAIRED=0 keeps the blocks (for measurements).
 inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> B, ConversionWork& work,
                                      cudaStream_t stream, Op ta = Op::N, Op tb = Op::N, bool paired = false) {

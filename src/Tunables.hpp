@@ -260,16 +260,16 @@ inline int lookaheadReserveSMs(Precision mode) {
   (void)mode;
   return -1;
 }
-/// Panel::Auto on the CUDA backend factors panels of up to kernels::householderPanelMaxRows rows (16384 in float,
-/// 8192 in double on the H100) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel) instead of
-/// the TSQR panel. TCQR_PANEL_KERNEL=0 turns that off (for measurements), TCQR_PANEL_ROWS_PER_THREAD=<1|2|4> fixes
-/// the kernel's rows per thread (and with it its block count).
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct). TCQR_X3_PAIRED=0 keeps them separate (for measurements).
 inline bool x3PairedCorrections() {
   const char* v = std::getenv("TCQR_X3_PAIRED");
   return v == nullptr || std::atoi(v) != 0;
 }
+/// Panel::Auto on the CUDA backend factors panels of up to kernels::householderPanelMaxRows rows (16384 in float,
+/// 8192 in double on the H100) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel) instead of
+/// the TSQR panel. TCQR_PANEL_KERNEL=0 turns that off (for measurements), TCQR_PANEL_ROWS_PER_THREAD=<1|2|4> fixes
+/// the kernel's rows per thread (and with it its block count).
 inline bool panelKernelEnabled() {
   const char* v = std::getenv("TCQR_PANEL_KERNEL");
   return v == nullptr || std::atoi(v) != 0;

@@ -79,25 +79,42 @@ TEST_SUITE("gpu") {
 
   // The x3 modes' two correction products of a whole GEMM run as one product of [hi lo] and [lo; hi] (CudaOps
   // convertOperands' paired layouts; TCQR_X3_PAIRED=0 keeps them apart): the same sums in another order, so the
-  // factorizations agree to rounding, and differ in their bits (the paired product ran).
+  // factorizations agree to within the mode's backward bound (measured 7e-8 to 4e-7 apart on the H100; one correction
+  // term dropped from the paired product put them 5.8e-5 to 0.17 apart), and differ in their bits where an x3 product
+  // runs (the paired one ran; checked where the separate products repeat bit for bit). TF32x3 runs every
+  // product with a side or inner dimension of at most 512 in FP32, so its shapes need splits above that.
   TEST_CASE("[Cuda] x3 modes: one product of both correction terms agrees with two") {
     TCQR_RANDOM_SEED();
     using M = Mat<float>;
+    const char* previous = std::getenv("TCQR_X3_PAIRED");
+    const std::string saved = previous ? previous : "";
+    struct Restore {
+      bool had;
+      std::string value;
+      ~Restore() {
+        if (had) setenv("TCQR_X3_PAIRED", value.c_str(), 1);
+        else unsetenv("TCQR_X3_PAIRED");
+      }
+    } restore{previous != nullptr, saved};
+    using Shapes = std::vector<std::pair<Index, Index>>;
     for (Precision mode : {Precision::FP16x3, Precision::TF32x3}) {
-      for (const auto& shape : std::vector<std::pair<Index, Index>>{{1300, 1100}, {2300, 2200}, {4000, 1040}}) {
-        INFO(tcqr::precisionName(mode) << ", " << shape.first << " x " << shape.second);
+      const Shapes shapes = mode == Precision::FP16x3 ? Shapes{{1300, 1100}, {2300, 2200}, {4000, 1040}}
+                                                      : Shapes{{1300, 1100}, {2300, 2200}};
+      for (const auto& shape : shapes) {
+        INFO(std::string(tcqr::precisionName(mode)) << ", " << shape.first << " x " << shape.second);
         const M A = tcqr_test::uniformMatrix<float>(shape.first, shape.second);
+        setenv("TCQR_X3_PAIRED", "1", 1);
         const M paired = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
-        M apart;
-        {
-          struct Restore {
-            ~Restore() { unsetenv("TCQR_X3_PAIRED"); }
-          } restore;
-          setenv("TCQR_X3_PAIRED", "0", 1);
-          apart = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
-        }
-        CHECK(tcqr_test::relativeDifference(paired, apart) <= 1e-4);
-        CHECK(paired != apart);
+        setenv("TCQR_X3_PAIRED", "0", 1);
+        const M apart = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
+        const M again = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
+        CHECK(tcqr_test::report("paired vs apart", tcqr_test::relativeDifference(paired, apart)) <=
+              tcqr_test::modeBounds(mode).backward);
+        // (cuBLAS may order a sum differently between calls, checkSameFactorization says; it did not on the H100.)
+        if (tcqr_test::relativeDifference(apart, again) == 0.0)
+          CHECK(tcqr_test::relativeDifference(paired, apart) > 0.0);
+        else
+          MESSAGE("the separate products did not repeat bit for bit: whether the paired one ran is not checked");
       }
     }
   }
