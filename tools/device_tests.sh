@@ -20,9 +20,10 @@
 # code (bench/results/logs/2026-11-27-cpu-avx2-checks.log).
 #
 # Each program's output goes to $OUT/<name>.log (OUT defaults to ./out), with every test case's duration
-# (--duration=true); the exit status, time and doctest summary of each are printed at the end. Extra doctest arguments
-# for every program: DOCTEST_ARGS (split at blanks, not globbed: write a blank inside a test name as ? or *). LIMIT
-# (default 570 s) stops a program that runs longer (SIGTERM, then SIGKILL 15 s later).
+# (--duration=true); the exit status, time and doctest summary of each are printed at the end. Where a program failed,
+# its failing assertions (with context) also go to $OUT/<name>.failures, and their first 40 lines to stdout. Extra
+# doctest arguments for every program: DOCTEST_ARGS (split at blanks, not globbed: write a blank inside a test name as
+# ? or *). LIMIT (default 570 s) stops a program that runs longer (SIGTERM, then SIGKILL 15 s later).
 set -uo pipefail
 OUT="${OUT:-./out}"
 BIN="${BIN:-build-dev/bin}"
@@ -85,6 +86,13 @@ run_part() {
   for name in "${names[@]}"; do
     echo "== $name"
     grep -E '^\[doctest\] (test cases|assertions)|CRASHED' "$OUT/$name.log"
+    # The failures on their own, small enough to come back when the whole log does not (the device tool leaves out
+    # files over its size limit: the precision suite's log is), and their first lines here.
+    if grep -qE 'ERROR|CRASHED' "$OUT/$name.log"; then
+      grep -E -B4 -A8 'ERROR|CRASHED' "$OUT/$name.log" | head -c 200000 > "$OUT/$name.failures"
+      echo "-- failures of $name (all in $OUT/$name.failures):"
+      head -n 40 "$OUT/$name.failures"
+    fi
   done
 }
 
