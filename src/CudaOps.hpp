@@ -659,6 +659,12 @@ struct ConvertedOperand {
   }
 };
 
+/// Whether the left operand a and the right operand b of a product with inner dimension k are paired for one product
+/// of both correction terms ([hi lo] [lo; hi], inner dimension 2k).
+inline bool pairedFor(const ConvertedOperand& a, const ConvertedOperand& b, Index k) {
+  return a.pair && b.pair && a.pairK == k && b.pairK == k;
+}
+
 /// How convertOperand lays out an x3 mode's two parts (the others have one). Blocks: hi, then lo after it (the
 /// default). The rest put them side by side along the inner dimension of a product, for one product of both
 /// correction terms: RowsHiFirst / RowsLoFirst for an operand whose inner dimension is its rows (each column holds
@@ -799,7 +805,7 @@ inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, 
     product(A.hi, B.hi, k, &beta);
     return;
   }
-  if (A.pair && B.pair && A.pairK == k && B.pairK == k) {
+  if (pairedFor(A, B, k)) {
     product(A.pair, B.pair, 2 * k, &beta, &alphaLo);  // [hi lo] [lo; hi] = hi*lo + lo*hi
   } else {
     product(A.lo, B.hi, k, &beta, &alphaLo);
@@ -842,7 +848,7 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
                                  out, CUDA_R_32F, ldo, compute, CUBLAS_GEMM_DEFAULT));
     };
     const float one = 1.0f;
-    if (a.pair && b.pair && a.pairK == kk && b.pairK == kk) {
+    if (pairedFor(a, b, kk)) {
       tn(a.pair, b.pair, C.cols, 2 * kk, &beta, C.p, C.ld, &alphaLo);  // (as in convertedProduct)
     } else {
       tn(a.lo, b.hi, C.cols, kk, &beta, C.p, C.ld, &alphaLo);
