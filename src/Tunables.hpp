@@ -156,7 +156,7 @@ inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, 
 ///   (scalesColumns): |Y^T B| is at most |y| |b| <= sqrt(2) (a reflector's |y|^2 = 2 / tau, tau in [1, 2]). T
 ///   depends on Y alone. No general bound below FP16's 65504 is known to us (for two reflectors with Eigen's unit
 ///   leading entry |T_12| <= 2 follows from Cauchy-Schwarz), and it is not checked at run time; measured, max |T_ij|
-///   stayed at most 2 (= max tau) on every matrix tried: 2048^2 uniform, normal, kappa 1e6, duplicated and nearly
+///   stayed at most 2 (tau's own bound; off-diagonal entries may exceed a matrix's largest tau) on every matrix tried: 2048^2 uniform, normal, kappa 1e6, duplicated and nearly
 ///   dependent columns, rank n/2, spread column and row norms, shift and Wilkinson-like patterns, and 300000 random
 ///   small matrices with entries over 2^-40 .. 2^40, zeros and near-copies (tests/studies/t_magnitude_study.cpp,
 ///   bench/results/logs/2026-11-28-host-t-magnitude-study.log): a margin of 3e4 below 65504.
