@@ -156,10 +156,11 @@ inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, 
 ///   (scalesColumns): |Y^T B| is at most |y| |b| <= sqrt(2) (a reflector's |y|^2 = 2 / tau, tau in [1, 2]). T
 ///   depends on Y alone. No general bound below FP16's 65504 is known to us (for two reflectors with Eigen's unit
 ///   leading entry |T_12| <= 2 follows from Cauchy-Schwarz), and it is not checked at run time; measured, max |T_ij|
-///   stayed at most 2 (tau's own bound; off-diagonal entries may exceed a matrix's largest tau) on every matrix tried: 2048^2 uniform, normal, kappa 1e6, duplicated and nearly
-///   dependent columns, rank n/2, spread column and row norms, shift and Wilkinson-like patterns, and 300000 random
-///   small matrices with entries over 2^-40 .. 2^40, zeros and near-copies (tests/studies/t_magnitude_study.cpp,
-///   bench/results/logs/2026-11-28-host-t-magnitude-study.log): a margin of 3e4 below 65504.
+///   stayed at most 2 (tau's own bound; off-diagonal entries may exceed a matrix's largest tau) on every matrix
+///   tried: 2048^2 uniform, normal, kappa 1e6, duplicated and nearly dependent columns, rank n/2, spread column and
+///   row norms, shift and Wilkinson-like patterns, and 300000 random small matrices with entries over 2^-40 .. 2^40,
+///   zeros and near-copies (tests/studies/t_magnitude_study.cpp, bench/results/logs/2026-11-28-host-t-magnitude-
+///   study.log): a margin of 3e4 below 65504. test_lookahead checks |T_ij| <= 4 on the host.
 /// - BF16 and TF32: TF32x3, which keeps FP32's range; these modes do not scale A's columns.
 /// H100, same binary, alternating with the FP32 products
 /// (bench/results/logs/2026-11-28-h100-t-products-x3-whole-c518936.log): FP16 32768^2 314.7-324.9 to 305.1-306.1 ms,
