@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--n") && i + 1 < argc) n = std::atol(argv[++i]);
     else if (!std::strcmp(argv[i], "--trials") && i + 1 < argc) trials = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) tcqr_test::engine().seed(std::strtoull(argv[++i], nullptr, 10));
+    else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc)
+      tcqr_test::engine().seed(std::strtoull(argv[++i], nullptr, 10));
     else {
       std::fprintf(stderr, "usage: %s [--n N] [--trials K] [--seed S]\n", argv[0]);
       return 2;
@@ -148,7 +149,8 @@ int main(int argc, char** argv) {
   // 2^-40 .. 2^40, random zeros, and columns copied from earlier ones with a small perturbation.
   double worstSmall = 0.0, worstExcess = 0.0;
   for (int trial = 0; trial < trials; ++trial) {
-    const Index ms = 4 + tcqr_test::uniformIndex(0, 60), ns = 2 + tcqr_test::uniformIndex(0, std::min<Index>(ms, 40) - 2);
+    const Index ms = 4 + tcqr_test::uniformIndex(0, 60);
+    const Index ns = 2 + tcqr_test::uniformIndex(0, std::min<Index>(ms, 40) - 2);
     Eigen::MatrixXd a(ms, ns);
     const double zeroProb = tcqr_test::uniformScalar(0.0, 0.9), copyProb = tcqr_test::uniformScalar(0.0, 0.5);
     for (Index j = 0; j < ns; ++j) {
