@@ -59,8 +59,9 @@ __device__ __forceinline__ void load8(const float* __restrict__ A, Index lda, In
   }
 }
 
-/// Calls f(v, offset) for every group of 8 rows of every column of A (v: those rows, zeros past `rows`; offset: the
-/// group's first element in the packed copy with leading dimension ldo), grid-stride.
+/// Calls f(v, offset, i, j) for every group of 8 rows of every column of A (v: those rows, zeros past `rows`; offset:
+/// the group's first element in the packed copy with leading dimension ldo; i, j: its first row and its column),
+/// grid-stride.
 template <class F>
 __device__ __forceinline__ void forEachGroup(const float* __restrict__ A, Index lda, Index rows, Index cols, Index ldo,
                                              F&& f, Index padded = 0) {
@@ -70,14 +71,14 @@ __device__ __forceinline__ void forEachGroup(const float* __restrict__ A, Index 
     const Index j = idx / groups, i = (idx - j * groups) * kRowsPerThread;
     float v[kRowsPerThread];
     load8(A, lda, rows, i, j, v);
-    f(v, i + j * ldo);
+    f(v, i + j * ldo, i, j);
   }
 }
 
 template <typename T>
 __global__ void convertKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, T* __restrict__ out,
                               Index ldo) {
-  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o) {
+  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o, Index, Index) {
     alignas(16) T h[kRowsPerThread];
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) h[r] = fromFloat<T>(v[r]);
@@ -85,9 +86,14 @@ __global__ void convertKernel(const float* __restrict__ A, Index lda, Index rows
   });
 }
 
+/// Whether the group of rows [i, i + 8) of column j is in `dup`'s leading block (SplitDup).
+__device__ __forceinline__ bool inDup(const SplitDup& dup, Index i, Index j) {
+  return dup.p != nullptr && (dup.cols ? j : i) < dup.count;
+}
+
 __global__ void splitTf32Kernel(const float* __restrict__ A, Index lda, Index rows, Index cols, float* __restrict__ hi,
-                                float* __restrict__ lo, Index ldo, Index padded) {
-  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o) {
+                                float* __restrict__ lo, Index ldo, Index padded, SplitDup dup) {
+  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o, Index i, Index j) {
     float h[kRowsPerThread], l[kRowsPerThread];
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
@@ -100,13 +106,18 @@ __global__ void splitTf32Kernel(const float* __restrict__ A, Index lda, Index ro
     ph[1] = make_float4(h[4], h[5], h[6], h[7]);
     pl[0] = make_float4(l[0], l[1], l[2], l[3]);
     pl[1] = make_float4(l[4], l[5], l[6], l[7]);
+    if (inDup(dup, i, j)) {  // (TF32x3's parts are not scaled: dup.scale is 1)
+      float4* pd = reinterpret_cast<float4*>(static_cast<float*>(dup.p) + o);
+      pd[0] = ph[0], pd[1] = ph[1];
+    }
   }, padded);
 }
 
-/// FP16x3's split: hi = fp16(x), lo = fp16((x - hi) loScale) (x - hi is exact in FP32).
+/// FP16x3's split: hi = fp16(x), lo = fp16((x - hi) loScale) (x - hi is exact in FP32); in dup's block also
+/// hi dup.scale (exact: a power of two, unless it overflows).
 __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, __half* __restrict__ hi,
-                                __half* __restrict__ lo, Index ldo, Index padded, float loScale) {
-  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o) {
+                                __half* __restrict__ lo, Index ldo, Index padded, float loScale, SplitDup dup) {
+  forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o, Index i, Index j) {
     alignas(16) __half h[kRowsPerThread];
     alignas(16) __half l[kRowsPerThread];
 #pragma unroll
@@ -116,6 +127,12 @@ __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index ro
     }
     *reinterpret_cast<uint4*>(hi + o) = *reinterpret_cast<const uint4*>(h);
     *reinterpret_cast<uint4*>(lo + o) = *reinterpret_cast<const uint4*>(l);
+    if (inDup(dup, i, j)) {
+      alignas(16) __half d[kRowsPerThread];
+#pragma unroll
+      for (int r = 0; r < kRowsPerThread; ++r) d[r] = __float2half_rn(__half2float(h[r]) * dup.scale);
+      *reinterpret_cast<uint4*>(static_cast<__half*>(dup.p) + o) = *reinterpret_cast<const uint4*>(d);
+    }
   }, padded);
 }
 
@@ -291,23 +308,30 @@ Index splitLd(Index rows, Index ldo, const char* what) {
     detail::throwError(ErrorSource::Kernel, 0, "output leading dimension out of range", what, __FILE__, __LINE__);
   return ldo;
 }
+/// A duplicated block of rows must consist of whole groups of 8.
+void checkDup(const SplitDup& dup, const char* what) {
+  if (dup.p != nullptr && (dup.count < 0 || (!dup.cols && dup.count % kRowsPerThread != 0)))
+    detail::throwError(ErrorSource::Kernel, 0, "duplicated rows not a multiple of 8", what, __FILE__, __LINE__);
+}
 }  // namespace
 
 void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream,
-                     Index ldOut) {
+                     Index ldOut, SplitDup dup) {
   const Index ldo = splitLd(rows, ldOut, "launchSplitTf32"), padded = paddedRows(rows);
   if (padded * cols == 0) return;
+  checkDup(dup, "launchSplitTf32");
   splitTf32Kernel<<<gridFor(padded / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo,
-                                                                                    padded);
+                                                                                    padded, dup);
   TCQR_CHECK_LAUNCH("splitTf32Kernel");
 }
 
 void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, float loScale,
-                     cudaStream_t stream, Index ldOut) {
+                     cudaStream_t stream, Index ldOut, SplitDup dup) {
   const Index ldo = splitLd(rows, ldOut, "launchSplitHalf"), padded = paddedRows(rows);
   if (padded * cols == 0) return;
+  checkDup(dup, "launchSplitHalf");
   splitHalfKernel<<<gridFor(padded / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo,
-                                                                                    padded, loScale);
+                                                                                    padded, loScale, dup);
   TCQR_CHECK_LAUNCH("splitHalfKernel");
 }
 

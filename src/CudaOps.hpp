@@ -643,19 +643,40 @@ inline void CudaOps<double>::gemmMode(Op ta, Op tb, double alpha, View<double> A
 // float on tensor cores. The converted-operand modes (TF32x3, FP16, BF16) write packed copies (ld a multiple of 8,
 // zero padding rows, kernels/precision_kernels.cu) into the conversion workspace and multiply those.
 
+/// TF32x3's hi*hi product is summed through C in chunks of at most this much of its inner dimension (the two
+/// correction products, 2^-11 smaller, are not). The tensor cores do not round their FP32 running sums to nearest, so a
+/// long product's error drifts with its inner dimension, and the hi*hi products with inner dimensions up to the merge
+/// cap (1024) were what put TF32x3 outside the FP32 bound. H100, 4096^2, same binary
+/// (bench/results/logs/2026-11-27-h100-x3-inner-chunks.log): backward error 2.76e-6 (uniform) / 2.95e-6 (geometric)
+/// unchunked, 1.75e-6 / 1.42e-6 with chunks of 256 (1.53e-6 / 1.21e-6 with 128; issue bound 1.9e-6, FP32 mode 7.95e-7
+/// / 5.89e-7); chunking all three products instead of hi*hi alone gave the same errors. Each chunk is one more pass
+/// over C: 16384^2 took 205 ms against 195-197 with chunks of 256, 225-227 with 128, and 228 with all three products
+/// chunked by 256. The row-chunked long sums (gemmChunkedTN) are not split further: their chunks (accumChunkFor) are
+/// 256 rows at 4096^2 but 1024 at 16384^2 and 2048 at 32768^2, which is presumably why TF32x3's backward error there
+/// (2.6e-6 at 16384^2, 4.1e-6 at 32768^2) is 2.2x FP32's rather than within the 4096^2 bound (not measured further).
+/// TCQR_X3_HIHI_CHUNK=0 turns the chunking off (for measurements); other values are rounded up to a multiple of 16
+/// (so that every chunk's operands stay 16-byte aligned).
+constexpr Index kX3HiHiChunk = 256;
+inline Index x3HiHiChunk() {
+  static const Index chunk = (envIndex("TCQR_X3_HIHI_CHUNK", kX3HiHiChunk) + 15) / 16 * 16;
+  return chunk;
+}
+
 /// A converted operand: `hi` (and `lo` for the x3 modes) with leading dimension `ld`; element offsets via at(). With
 /// `pair` non-null (convertOperands' stacked layouts, whole operands only) hi and lo also form one operand with twice
 /// the inner dimension, pairK entries of it each: [hi lo] along the inner dimension from `pair` for the left operand,
 /// [lo hi] for the right one, so that one product gives both correction terms (convertedProduct).
+/// With pairDup > 0 the pair is followed by a copy of hi's first pairDup entries along the inner dimension (scaled,
+/// see kX3DupScaleLeft), so that the pair's product also gives hi*hi's first chunk.
 struct ConvertedOperand {
   char* hi = nullptr;
   char* lo = nullptr;
   Index ld = 0, elemBytes = 0;
   char* pair = nullptr;
-  Index pairK = 0;
+  Index pairK = 0, pairDup = 0;
   ConvertedOperand at(Index r, Index c) const {
     const Index off = (r + c * ld) * elemBytes;
-    return {hi + off, lo ? lo + off : nullptr, ld, elemBytes, nullptr, 0};
+    return {hi + off, lo ? lo + off : nullptr, ld, elemBytes, nullptr, 0, 0};
   }
 };
 
@@ -664,6 +685,20 @@ struct ConvertedOperand {
 inline bool pairedFor(const ConvertedOperand& a, const ConvertedOperand& b, Index k) {
   return a.pair && b.pair && a.pairK == k && b.pairK == k;
 }
+/// Whether that pair also holds hi*hi's first chunk (of a.pairDup entries): [hi lo s_l hi_c] [lo; hi; s_r hi_c].
+inline bool fusedFor(const ConvertedOperand& a, const ConvertedOperand& b, Index k) {
+  return pairedFor(a, b, k) && a.pairDup > 0 && a.pairDup == b.pairDup;
+}
+
+/// FP16x3's duplicated hi chunk (fusedFor) is scaled by these powers of two on the left and right operand, whose
+/// product 2^11 = kFp16x3LoScale puts hi*hi on the scale of the correction terms (their product's alpha is
+/// alpha / 2^11). All of it goes on the left: the left operand of every paired NN product (gemmMode's only callers
+/// with op N on both sides, applyYT's Y Z and the tall-skinny Q's Y M) holds Householder vectors, whose entries are at
+/// most 1 in magnitude (|v_i| = |x_i| / (|x_0| + ||x||); ReconstructWY gives the same vectors), so 2^11 hi stays far
+/// below FP16's 65504 (it would overflow only from |x| >= 32), while the right operand (T (Y^T B), T Y1^T) has no such
+/// bound. TF32x3's parts are not scaled (1 and 1).
+constexpr float kX3DupScaleLeft = 2048.0f, kX3DupScaleRight = 1.0f;
+static_assert(kX3DupScaleLeft * kX3DupScaleRight == kFp16x3LoScale, "the duplicated chunk's scales must give 2^11");
 
 /// How convertOperand lays out an x3 mode's two parts (the others have one). Blocks: hi, then lo after it (the
 /// default). The rest put them side by side along the inner dimension of a product, for one product of both
@@ -672,18 +707,28 @@ inline bool pairedFor(const ConvertedOperand& a, const ConvertedOperand& b, Inde
 /// dimension is its columns (lo's columns right after hi's).
 enum class SplitLayout { Blocks, RowsHiFirst, RowsLoFirst, ColsHiFirst };
 
-/// Bytes of the converted copy of a rows x cols operand (256-byte aligned so the next copy starts aligned).
-inline Index convertedBytes(Precision mode, Index rows, Index cols) {
-  return (kernels::paddedRows(rows) * cols * conversionElementBytes(mode) + 255) / 256 * 256;
+/// Bytes of the converted copy of a rows x cols operand (256-byte aligned so the next copy starts aligned), with `dup`
+/// more entries along the inner dimension for an x3 mode's fused layouts (convertOperand): `dup` more columns for
+/// ColsHiFirst, rows for the Rows layouts.
+inline Index convertedBytes(Precision mode, Index rows, Index cols, SplitLayout layout = SplitLayout::Blocks,
+                            Index dup = 0) {
+  Index elems = kernels::paddedRows(rows) * cols * conversionElementBytes(mode);
+  if (dup > 0) elems += (layout == SplitLayout::ColsHiFirst ? kernels::paddedRows(rows) : cols) * dup *
+                        (conversionElementBytes(mode) / 2);
+  return (elems + 255) / 256 * 256;
 }
 
-/// Converts X into `w` (convertedBytes(mode, X.rows, X.cols) bytes) for `mode`; `layout` places an x3 mode's parts.
+/// Converts X into `w` (convertedBytes(mode, X.rows, X.cols, layout, dup) bytes) for `mode`; `layout` places an x3
+/// mode's parts. With dup > 0 (the paired layouts only) a copy of hi's first dup columns (ColsHiFirst, the left
+/// operand: scaled by kX3DupScaleLeft in FP16x3) or rows (RowsLoFirst, the right one: kX3DupScaleRight) follows the
+/// pair along the inner dimension.
 inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream,
-                                       SplitLayout layout = SplitLayout::Blocks) {
+                                       SplitLayout layout = SplitLayout::Blocks, Index dup = 0) {
   const Index padded = kernels::paddedRows(X.rows);
   if (mode == Precision::FP16x3 || mode == Precision::TF32x3) {
     const Index part = mode == Precision::FP16x3 ? 2 : Index(sizeof(float));
-    ConvertedOperand c{w, nullptr, padded, part, nullptr, 0};
+    ConvertedOperand c{w, nullptr, padded, part, nullptr, 0, 0};
+    kernels::SplitDup d;
     switch (layout) {
       case SplitLayout::Blocks:  // (lo at half the rounded size: ld * cols parts each)
         c.lo = w + convertedBytes(mode, X.rows, X.cols) / 2;
@@ -691,24 +736,33 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
       case SplitLayout::ColsHiFirst:
         c.lo = w + padded * X.cols * part;
         c.pair = w, c.pairK = X.cols;
+        if (dup > 0) {
+          d.p = w + 2 * padded * X.cols * part;
+          d.count = dup, d.cols = true, d.scale = mode == Precision::FP16x3 ? kX3DupScaleLeft : 1.0f;
+        }
         break;
       case SplitLayout::RowsHiFirst:
       case SplitLayout::RowsLoFirst: {
         const bool hiFirst = layout == SplitLayout::RowsHiFirst;
-        c.ld = 2 * padded;
+        c.ld = 2 * padded + dup;
         c.hi = hiFirst ? w : w + padded * part;
         c.lo = hiFirst ? w + padded * part : w;
         c.pair = w, c.pairK = padded;
+        if (dup > 0) {
+          d.p = w + 2 * padded * part;
+          d.count = dup, d.cols = false, d.scale = mode == Precision::FP16x3 ? kX3DupScaleRight : 1.0f;
+        }
         break;
       }
     }
+    c.pairDup = dup;
     const Index ldOut = layout == SplitLayout::Blocks ? 0 : c.ld;
     if (mode == Precision::FP16x3)
       kernels::launchSplitHalf(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(c.hi),
-                               reinterpret_cast<__half*>(c.lo), kFp16x3LoScale, stream, ldOut);
+                               reinterpret_cast<__half*>(c.lo), kFp16x3LoScale, stream, ldOut, d);
     else
       kernels::launchSplitTf32(X.p, X.ld, X.rows, X.cols, reinterpret_cast<float*>(c.hi),
-                               reinterpret_cast<float*>(c.lo), stream, ldOut);
+                               reinterpret_cast<float*>(c.lo), stream, ldOut, d);
     return c;
   }
   const Index ld = padded;
@@ -731,9 +785,8 @@ struct ConvertedPair {
 /// TCQR_X3_PAIRED=0 keeps the blocks (for measurements).
 inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> B, ConversionWork& work,
                                      cudaStream_t stream, Op ta = Op::N, Op tb = Op::N, bool paired = false) {
-  const Index bytesA = convertedBytes(mode, A.rows, A.cols), bytesB = convertedBytes(mode, B.rows, B.cols);
-  char* w = work.reserve(bytesA + bytesB, stream);
   SplitLayout la = SplitLayout::Blocks, lb = SplitLayout::Blocks;
+  Index dup = 0;
   if (paired && errorCorrected(mode) && x3PairedCorrections() && tb == Op::N) {
     if (ta == Op::T) {
       la = SplitLayout::RowsHiFirst;
@@ -741,28 +794,13 @@ inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> 
     } else if (A.cols % 8 == 0) {
       la = SplitLayout::ColsHiFirst;
       lb = SplitLayout::RowsLoFirst;
+      // hi*hi's first chunk in the pair's product (fusedFor): a chunk is a multiple of 16, A.cols of 8.
+      if (x3FusedFirstChunk()) dup = x3HiHiChunk() > 0 ? std::min(x3HiHiChunk(), A.cols) : A.cols;
     }
   }
-  return {convertOperand(mode, A, w, stream, la), convertOperand(mode, B, w + bytesA, stream, lb)};
-}
-
-/// TF32x3's hi*hi product is summed through C in chunks of at most this much of its inner dimension (the two
-/// correction products, 2^-11 smaller, are not). The tensor cores do not round their FP32 running sums to nearest, so a
-/// long product's error drifts with its inner dimension, and the hi*hi products with inner dimensions up to the merge
-/// cap (1024) were what put TF32x3 outside the FP32 bound. H100, 4096^2, same binary
-/// (bench/results/logs/2026-11-27-h100-x3-inner-chunks.log): backward error 2.76e-6 (uniform) / 2.95e-6 (geometric)
-/// unchunked, 1.75e-6 / 1.42e-6 with chunks of 256 (1.53e-6 / 1.21e-6 with 128; issue bound 1.9e-6, FP32 mode 7.95e-7
-/// / 5.89e-7); chunking all three products instead of hi*hi alone gave the same errors. Each chunk is one more pass
-/// over C: 16384^2 took 205 ms against 195-197 with chunks of 256, 225-227 with 128, and 228 with all three products
-/// chunked by 256. The row-chunked long sums (gemmChunkedTN) are not split further: their chunks (accumChunkFor) are
-/// 256 rows at 4096^2 but 1024 at 16384^2 and 2048 at 32768^2, which is presumably why TF32x3's backward error there
-/// (2.6e-6 at 16384^2, 4.1e-6 at 32768^2) is 2.2x FP32's rather than within the 4096^2 bound (not measured further).
-/// TCQR_X3_HIHI_CHUNK=0 turns the chunking off (for measurements); other values are rounded up to a multiple of 16
-/// (so that every chunk's operands stay 16-byte aligned).
-constexpr Index kX3HiHiChunk = 256;
-inline Index x3HiHiChunk() {
-  static const Index chunk = (envIndex("TCQR_X3_HIHI_CHUNK", kX3HiHiChunk) + 15) / 16 * 16;
-  return chunk;
+  const Index bytesA = convertedBytes(mode, A.rows, A.cols, la, dup), bytesB = convertedBytes(mode, B.rows, B.cols, lb, dup);
+  char* w = work.reserve(bytesA + bytesB, stream);
+  return {convertOperand(mode, A, w, stream, la, dup), convertOperand(mode, B, w + bytesA, stream, lb, dup)};
 }
 
 /// TF32x3's row-chunked TN products (gemmChunkedTN) chunk the hi*hi product only; the two correction products run over
@@ -805,14 +843,20 @@ inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, 
     product(A.hi, B.hi, k, &beta);
     return;
   }
-  if (pairedFor(A, B, k)) {
+  Index first = 0;  // hi*hi's entries of the inner dimension already summed
+  if (fusedFor(A, B, k)) {
+    // [hi lo s_l hi_c] [lo; hi; s_r hi_c] = hi*lo + lo*hi + 2^11 hi_c*hi_c (FP16x3; TF32x3 unscaled): the small
+    // correction terms first, so hi*hi's chunk is summed onto them as onto zero (the chunk's drift, kX3HiHiChunk).
+    product(A.pair, B.pair, 2 * k + A.pairDup, &beta, &alphaLo);
+    first = A.pairDup;
+  } else if (pairedFor(A, B, k)) {
     product(A.pair, B.pair, 2 * k, &beta, &alphaLo);  // [hi lo] [lo; hi] = hi*lo + lo*hi
   } else {
     product(A.lo, B.hi, k, &beta, &alphaLo);
     product(A.hi, B.lo, k, &one, &alphaLo);
   }
   const Index chunk = x3HiHiChunk() > 0 ? x3HiHiChunk() : k;
-  for (Index k0 = 0; k0 < k; k0 += chunk) {
+  for (Index k0 = first; k0 < k; k0 += chunk) {
     // (A chunk of the inner dimension: columns of op(A) = A, rows of op(A) = A^T; the other way round for B.)
     const ConvertedOperand a = ta == Op::N ? A.at(0, k0) : A.at(k0, 0);
     const ConvertedOperand b = tb == Op::N ? B.at(k0, 0) : B.at(0, k0);

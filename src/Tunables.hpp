@@ -271,6 +271,13 @@ inline bool x3PairedCorrections() {
   const char* v = std::getenv("TCQR_X3_PAIRED");
   return v == nullptr || std::atoi(v) != 0;
 }
+/// The NN products of the x3 modes' paired layout also hold the first chunk of hi*hi (kX3HiHiChunk) after the two
+/// correction terms, so that one product gives all three and only the later chunks pass over C again (CudaOps
+/// convertOperands). TCQR_X3_FUSED=0 keeps hi*hi's chunks separate (for measurements).
+inline bool x3FusedFirstChunk() {
+  const char* v = std::getenv("TCQR_X3_FUSED");
+  return v == nullptr || std::atoi(v) != 0;
+}
 /// Panel::Auto on the CUDA backend factors panels of up to kernels::householderPanelMaxRows rows (16384 in float,
 /// 8192 in double on the H100) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel) instead of
 /// the TSQR panel. TCQR_PANEL_KERNEL=0 turns that off (for measurements), TCQR_PANEL_ROWS_PER_THREAD=<1|2|4> fixes

@@ -175,16 +175,26 @@ Index paddedRows(Index rows);
 template <typename T>
 void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T* out, cudaStream_t stream);
 
+/// A second copy of hi (times `scale`, a power of two) for the leading `count` columns (`cols`) or rows (a multiple
+/// of 8) of a split, at `p` plus the same offset as hi's (same leading dimension): the extra inner block that lets one
+/// product hold both correction terms and the first chunk of hi*hi (CudaOps convertOperand). Null p: none.
+struct SplitDup {
+  void* p = nullptr;
+  Index count = 0;
+  bool cols = false;
+  float scale = 1.0f;
+};
+
 /// hi + lo = A to within 2^-22 relative: hi = A rounded to TF32, lo = (A - hi) rounded to TF32; both padded like
 /// launchConvertFromFloat (paddedRows(rows) rows per column, zeros below `rows`), with leading dimension ldOut
 /// (0: paddedRows(rows); else a multiple of 8 at least that, so that hi and lo can share columns: hi = lo +
 /// paddedRows(rows) stacks them). `hi` and `lo` must be 16-byte aligned.
 void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream,
-                     Index ldOut = 0);
+                     Index ldOut = 0, SplitDup dup = SplitDup());
 /// FP16x3's split of A into hi = fp16(x) and lo = fp16((x - hi) loScale), packed as launchSplitTf32 (ldOut alike).
 /// `hi` and `lo` must be 16-byte aligned.
 void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, float loScale,
-                     cudaStream_t stream, Index ldOut = 0);
+                     cudaStream_t stream, Index ldOut = 0, SplitDup dup = SplitDup());
 
 /// d_j = 2^-e_j with 2^(e_j - 1) <= ||A(:, j)||_2 < 2^e_j (1 for a zero or non-finite column). `work`: 16 * cols
 /// bytes of device memory, 8-byte aligned.

@@ -77,25 +77,29 @@ TEST_SUITE("gpu") {
     tcqr_test::modeBoundsSuite<T>(Backend::Cuda, {{1001, 999}, {2100, 1100}, {2300, 2200}});
   }
 
-  // The x3 modes' two correction products of a whole GEMM run as one product of [hi lo] and [lo; hi] (CudaOps
-  // convertOperands' paired layouts; TCQR_X3_PAIRED=0 keeps them apart): the same sums in another order, so the
-  // factorizations agree to within the mode's backward bound (measured 7e-8 to 4e-7 apart on the H100; one correction
-  // term dropped from the paired product put them 5.8e-5 to 0.17 apart), and differ in their bits where an x3 product
-  // runs (the paired one ran; checked where the separate products repeat bit for bit). TF32x3 runs every
-  // product with a side or inner dimension of at most 512 in FP32, so its shapes need splits above that.
-  TEST_CASE("[Cuda] x3 modes: one product of both correction terms agrees with two") {
-    TCQR_RANDOM_SEED();
+  /// Sets an environment variable for a scope, restoring it (or its absence) at the end.
+  struct ScopedEnv {
+    std::string name, saved;
+    bool had;
+    explicit ScopedEnv(const char* n) : name(n) {
+      const char* v = std::getenv(n);
+      had = v != nullptr;
+      saved = had ? v : "";
+    }
+    void set(const char* value) const { setenv(name.c_str(), value, 1); }
+    ~ScopedEnv() {
+      if (had) setenv(name.c_str(), saved.c_str(), 1);
+      else unsetenv(name.c_str());
+    }
+  };
+
+  /// Factors the same matrices of the x3 modes with `knob` = 1 and = 0: the same sums in another order, so the
+  /// factorizations agree to within the mode's backward bound, and differ in their bits where the knob's product ran
+  /// (checked where the runs with the knob off repeat bit for bit). TF32x3 runs every product with a side or inner
+  /// dimension of at most 512 in FP32, so its shapes need splits above that.
+  void x3KnobAgrees(const char* knob, const char* label) {
     using M = Mat<float>;
-    const char* previous = std::getenv("TCQR_X3_PAIRED");
-    const std::string saved = previous ? previous : "";
-    struct Restore {
-      bool had;
-      std::string value;
-      ~Restore() {
-        if (had) setenv("TCQR_X3_PAIRED", value.c_str(), 1);
-        else unsetenv("TCQR_X3_PAIRED");
-      }
-    } restore{previous != nullptr, saved};
+    const ScopedEnv env(knob);
     using Shapes = std::vector<std::pair<Index, Index>>;
     for (Precision mode : {Precision::FP16x3, Precision::TF32x3}) {
       const Shapes shapes = mode == Precision::FP16x3 ? Shapes{{1300, 1100}, {2300, 2200}, {4000, 1040}}
@@ -103,20 +107,38 @@ TEST_SUITE("gpu") {
       for (const auto& shape : shapes) {
         INFO(std::string(tcqr::precisionName(mode)) << ", " << shape.first << " x " << shape.second);
         const M A = tcqr_test::uniformMatrix<float>(shape.first, shape.second);
-        setenv("TCQR_X3_PAIRED", "1", 1);
-        const M paired = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
-        setenv("TCQR_X3_PAIRED", "0", 1);
-        const M apart = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
+        env.set("1");
+        const M on = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
+        env.set("0");
+        const M off = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
         const M again = tcqr_test::factorInMode<float>(A, Backend::Cuda, mode).matrixQR();
-        CHECK(tcqr_test::report("paired vs apart", tcqr_test::relativeDifference(paired, apart)) <=
-              tcqr_test::modeBounds(mode).backward);
+        CHECK(tcqr_test::report(label, tcqr_test::relativeDifference(on, off)) <= tcqr_test::modeBounds(mode).backward);
         // (cuBLAS may order a sum differently between calls, checkSameFactorization says; it did not on the H100.)
-        if (tcqr_test::relativeDifference(apart, again) == 0.0)
-          CHECK(tcqr_test::relativeDifference(paired, apart) > 0.0);
+        if (tcqr_test::relativeDifference(off, again) == 0.0)
+          CHECK(tcqr_test::relativeDifference(on, off) > 0.0);
         else
-          MESSAGE("the separate products did not repeat bit for bit: whether the paired one ran is not checked");
+          MESSAGE("the runs with the knob off did not repeat bit for bit: whether its product ran is not checked");
       }
     }
+  }
+
+  // The x3 modes' two correction products of a whole GEMM run as one product of [hi lo] and [lo; hi] (CudaOps
+  // convertOperands' paired layouts; TCQR_X3_PAIRED=0 keeps them apart). Measured 7e-8 to 4e-7 apart on the H100; one
+  // correction term dropped from the paired product put them 5.8e-5 to 0.17 apart.
+  TEST_CASE("[Cuda] x3 modes: one product of both correction terms agrees with two") {
+    TCQR_RANDOM_SEED();
+    const ScopedEnv fused("TCQR_X3_FUSED");
+    fused.set("0");
+    x3KnobAgrees("TCQR_X3_PAIRED", "paired vs apart");
+  }
+
+  // The NN products' pair also holds hi*hi's first chunk ([hi lo s_l hi_c] [lo; hi; s_r hi_c]; TCQR_X3_FUSED=0 keeps
+  // the chunk apart). A wrong scale of the chunk or a missing chunk would put the factorizations far apart.
+  TEST_CASE("[Cuda] x3 modes: hi*hi's first chunk fused into the correction product agrees with it apart") {
+    TCQR_RANDOM_SEED();
+    const ScopedEnv paired("TCQR_X3_PAIRED");
+    paired.set("1");
+    x3KnobAgrees("TCQR_X3_FUSED", "fused vs apart");
   }
 
   TEST_CASE("[Cuda] the reduced-precision modes change the arithmetic, TF32x3 does not lose accuracy") {
