@@ -778,13 +778,16 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
 struct ConvertedPair {
   ConvertedOperand a, b;
 };
-/// With `paired` (gemmMode's whole products only: trmmConverted and gemmT take blocks of their copies) and an x3 mode,
+/// With `paired` (whole products only, gemmMode's and gemmT's: trmmConverted takes blocks of its copies) and an x3 mode,
 /// the parts are laid out for convertedProduct's one product of both correction terms, where the shapes allow: TN
 /// always, NN where the inner dimension k is a multiple of 8 (the left operand pairs k columns of hi with k of lo, so
 /// the right operand's [lo; hi] must have no padding rows between its parts: paddedRows(k) == k).
-/// TCQR_X3_PAIRED=0 keeps the blocks (for measurements).
+/// TCQR_X3_PAIRED=0 keeps the blocks (for measurements). With `fuse` as well, an NN pair also holds hi*hi's first
+/// chunk (fusedFor), which scales the left operand's copy of it by 2^11 in FP16x3: only for a left operand of
+/// Householder vectors (kX3DupScaleLeft).
 inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> B, ConversionWork& work,
-                                     cudaStream_t stream, Op ta = Op::N, Op tb = Op::N, bool paired = false) {
+                                     cudaStream_t stream, Op ta = Op::N, Op tb = Op::N, bool paired = false,
+                                     bool fuse = false) {
   SplitLayout la = SplitLayout::Blocks, lb = SplitLayout::Blocks;
   Index dup = 0;
   if (paired && errorCorrected(mode) && x3PairedCorrections() && tb == Op::N) {
@@ -795,7 +798,7 @@ inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> 
       la = SplitLayout::ColsHiFirst;
       lb = SplitLayout::RowsLoFirst;
       // hi*hi's first chunk in the pair's product (fusedFor): a chunk is a multiple of 16, A.cols of 8.
-      if (x3FusedFirstChunk()) dup = x3HiHiChunk() > 0 ? std::min(x3HiHiChunk(), A.cols) : A.cols;
+      if (fuse && x3FusedFirstChunk()) dup = x3HiHiChunk() > 0 ? std::min(x3HiHiChunk(), A.cols) : A.cols;
     }
   }
   const Index bytesA = convertedBytes(mode, A.rows, A.cols, la, dup), bytesB = convertedBytes(mode, B.rows, B.cols, lb, dup);
@@ -829,7 +832,8 @@ inline cublasComputeType_t convertedCompute(Precision mode) {
 /// (lo*hi, hi*lo, hi*hi, smallest first; each exact in TF32 x TF32, accumulated in FP32; hi*hi in chunks of the inner
 /// dimension, see kX3HiHiChunk).
 inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, Index m, Index n, Index k, float alpha,
-                             const ConvertedOperand& A, const ConvertedOperand& B, float beta, float* C, Index ldc) {
+                             const ConvertedOperand& A, const ConvertedOperand& B, float beta, float* C, Index ldc,
+                             Index hiChunk = x3HiHiChunk()) {
   const bool x3 = errorCorrected(mode);
   const cudaDataType type = convertedType(mode);
   const cublasComputeType_t compute = convertedCompute(mode);
@@ -855,7 +859,7 @@ inline void convertedProduct(cublasHandle_t blas, Precision mode, Op ta, Op tb, 
     product(A.lo, B.hi, k, &beta, &alphaLo);
     product(A.hi, B.lo, k, &one, &alphaLo);
   }
-  const Index chunk = x3HiHiChunk() > 0 ? x3HiHiChunk() : k;
+  const Index chunk = hiChunk > 0 ? hiChunk : k;
   for (Index k0 = first; k0 < k; k0 += chunk) {
     // (A chunk of the inner dimension: columns of op(A) = A, rows of op(A) = A^T; the other way round for B.)
     const ConvertedOperand a = ta == Op::N ? A.at(0, k0) : A.at(k0, 0);
@@ -876,7 +880,8 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     return;
   }
   const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;
-  const ConvertedPair ab = convertOperands(mode, A, B, *conversion, stream, ta, tb, /*paired=*/true);
+  // (fuse: gemmMode's NN products have Householder vectors on the left, see kX3DupScaleLeft.)
+  const ConvertedPair ab = convertOperands(mode, A, B, *conversion, stream, ta, tb, /*paired=*/true, /*fuse=*/true);
   const ConvertedOperand &a = ab.a, &b = ab.b;
   if (errorCorrected(mode) && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() && chunksTN(C.rows, C.cols, kk)) {
     // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: the hi*hi product is chunked
@@ -953,8 +958,12 @@ inline void CudaOps<float>::gemmT(Op ta, Op tb, float alpha, View<float> A, View
   const Precision t = tProductMode(mode);
   const auto traceScope = traced("gemmT x3", gemmFlops(C.rows, C.cols, k));
   const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;  // (as gemmMode)
-  const ConvertedPair ab = convertOperands(t, A, B, *conversion, stream);
-  convertedProduct(blas, t, ta, tb, C.rows, C.cols, kk, alpha, ab.a, ab.b, beta, C.p, C.ld);
+  // (Paired, not fused: the left operand is T or T1 (Y1^T Y2), whose entries have no bound that the fused copy's
+  // 2^11 would keep in FP16's range.)
+  const ConvertedPair ab = convertOperands(t, A, B, *conversion, stream, ta, tb, /*paired=*/true);
+  const Index hiChunk = tProductHiHiChunk(mode);
+  convertedProduct(blas, t, ta, tb, C.rows, C.cols, kk, alpha, ab.a, ab.b, beta, C.p, C.ld,
+                   hiChunk < 0 ? x3HiHiChunk() : hiChunk);
 }
 
 // The recursive TRMM with L and Z converted once (a per-product conversion re-reads and re-writes the operands at every

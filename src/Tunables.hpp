@@ -184,6 +184,24 @@ inline Precision tProductMode(Precision mode) {
   if (!x3) return Precision::Default;
   return mode == Precision::FP16 || mode == Precision::FP16x3 ? Precision::FP16x3 : Precision::TF32x3;
 }
+/// The chunk of hi*hi's inner dimension in the T products on tensor cores (CudaOps::gemmT; 0: one product). FP16, BF16
+/// and TF32 need their T products well below their own error of about 2^-11, not at FP32's: there hi*hi is one
+/// product (its drift over T's order, at most the merge cap of 2048, is at most about 2048 u_32 = 1.2e-4 even if
+/// every rounding went the same way). H200, same binary alternating with TCQR_X3_HIHI_CHUNK=256 and 1024 twice
+/// (bench/results/logs/2026-11-28-h200-t-products-paired-unchunked.log): FP16 16384^2 77.2 ms against 79.6-80.4 with
+/// chunks of 256, BF16 79.4 against 81.6-82.7, TF32 82.0-82.4 against 83.4-84.2, FP16 32768^2 271.2-276.3 against
+/// 282.5-284.7; the 4096^2 backward errors the same to three digits (FP16 4.87-5.04e-4, TF32 4.15-5.06e-4, BF16
+/// 3.36-3.68e-3), 16384^2 FP16 4.99e-4 and TF32 5.03e-4 either way. The error-corrected modes' own T products
+/// (TCQR_T_PRODUCTS=x3, for measurements) keep their chunk (-1: the x3 products' own, CudaOps x3HiHiChunk).
+/// TCQR_T_HIHI_CHUNK overrides it (rounded up to 16).
+inline std::ptrdiff_t tProductHiHiChunk(Precision mode) {
+  static const long env = [] {
+    const char* v = std::getenv("TCQR_T_HIHI_CHUNK");
+    return v ? std::max(0L, (std::atol(v) + 15) / 16 * 16) : -1L;
+  }();
+  if (env >= 0) return env;
+  return errorCorrected(mode) ? -1 : 0;
+}
 /// Whether a T product (m x n result, inner dimension k) of a factorization in `mode` runs on tensor cores
 /// (tProductMode, and outside x3ProductInFp32). trmmUpperGemm then multiplies the whole triangle in one product: at
 /// the tensor cores' rate the zeros below T's diagonal cost less than the extra passes of its block recursion.
