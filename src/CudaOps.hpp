@@ -692,11 +692,12 @@ inline bool fusedFor(const ConvertedOperand& a, const ConvertedOperand& b, Index
 
 /// FP16x3's duplicated hi chunk (fusedFor) is scaled by these powers of two on the left and right operand, whose
 /// product 2^11 = kFp16x3LoScale puts hi*hi on the scale of the correction terms (their product's alpha is
-/// alpha / 2^11). All of it goes on the left: the left operand of every paired NN product (gemmMode's only callers
-/// with op N on both sides, applyYT's Y Z and the tall-skinny Q's Y M) holds Householder vectors, whose entries are at
-/// most 1 in magnitude (|v_i| = |x_i| / (|x_0| + ||x||); ReconstructWY gives the same vectors), so 2^11 hi stays far
-/// below FP16's 65504 (it would overflow only from |x| >= 32), while the right operand (T (Y^T B), T Y1^T) has no such
-/// bound. TF32x3's parts are not scaled (1 and 1).
+/// alpha / 2^11). All of it goes on the left: the left operand of every NN product that gemmMode pairs is a block of
+/// Householder vectors (applyYT's Y Z: the recursion's updates, in the object's mode; the products with other left
+/// operands, B Y in applyYT's right-hand branch and the tall-skinny Q's Y M, run in the storage precision), whose
+/// entries are at most 1 in magnitude (|v_i| = |x_i| / (|x_0| + ||x||); ReconstructWY gives the same vectors), so
+/// 2^11 hi stays within 2048, far below FP16's 65504 (it would overflow only from |x| >= 32), while the right operand
+/// (T^T (Y^T B)) has no such bound. TF32x3's parts are not scaled (1 and 1).
 constexpr float kX3DupScaleLeft = 2048.0f, kX3DupScaleRight = 1.0f;
 static_assert(kX3DupScaleLeft * kX3DupScaleRight == kFp16x3LoScale, "the duplicated chunk's scales must give 2^11");
 
@@ -778,8 +779,8 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
 struct ConvertedPair {
   ConvertedOperand a, b;
 };
-/// With `paired` (whole products only, gemmMode's and gemmT's: trmmConverted takes blocks of its copies) and an x3 mode,
-/// the parts are laid out for convertedProduct's one product of both correction terms, where the shapes allow: TN
+/// With `paired` (whole products only, gemmMode's and gemmT's: trmmConverted takes blocks of its copies) and an x3
+/// mode, the parts are laid out for convertedProduct's one product of both correction terms, where the shapes allow: TN
 /// always, NN where the inner dimension k is a multiple of 8 (the left operand pairs k columns of hi with k of lo, so
 /// the right operand's [lo; hi] must have no padding rows between its parts: paddedRows(k) == k).
 /// TCQR_X3_PAIRED=0 keeps the blocks (for measurements). With `fuse` as well, an NN pair also holds hi*hi's first
@@ -801,7 +802,8 @@ inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> 
       if (fuse && x3FusedFirstChunk()) dup = x3HiHiChunk() > 0 ? std::min(x3HiHiChunk(), A.cols) : A.cols;
     }
   }
-  const Index bytesA = convertedBytes(mode, A.rows, A.cols, la, dup), bytesB = convertedBytes(mode, B.rows, B.cols, lb, dup);
+  const Index bytesA = convertedBytes(mode, A.rows, A.cols, la, dup);
+  const Index bytesB = convertedBytes(mode, B.rows, B.cols, lb, dup);
   char* w = work.reserve(bytesA + bytesB, stream);
   return {convertOperand(mode, A, w, stream, la, dup), convertOperand(mode, B, w + bytesA, stream, lb, dup)};
 }

@@ -150,8 +150,8 @@ inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, 
 /// products are an extra rounding stage that the W form does not have: in FP16, BF16 or TF32 itself they made the
 /// 4096^2 factorization 1.3-1.4x less accurate (H100, 32e3e91), so until c518936 they ran in FP32 (FP16 32768^2
 /// traced at 1ad2ba3: 38.7 ms of T products with more than 256 result columns, at 22-42 TFLOP/s). In those three
-/// modes they now run on tensor cores with the error correction, which keeps them at FP32-class accuracy, orders
-/// below the mode's own error:
+/// modes they now run on tensor cores with the error correction, which keeps them orders below the mode's own error
+/// (at FP32-class accuracy until hi*hi ran unchunked there, tProductHiHiChunk):
 /// - FP16: FP16x3. Its operands are in FP16's range because the factorization scales A's columns to norms below 1
 ///   (scalesColumns): |Y^T B| is at most |y| |b| <= sqrt(2) (a reflector's |y|^2 = 2 / tau, tau in [1, 2]). T
 ///   depends on Y alone. No general bound below FP16's 65504 is known to us (for two reflectors with Eigen's unit
@@ -191,9 +191,10 @@ inline Precision tProductMode(Precision mode) {
 /// (bench/results/logs/2026-11-28-h200-t-products-paired-unchunked.log): FP16 16384^2 77.2 ms against 79.6-80.4 with
 /// chunks of 256, BF16 79.4 against 81.6-82.7, TF32 82.0-82.4 against 83.4-84.2, FP16 32768^2 271.2-276.3 against
 /// 282.5-284.7; the 4096^2 backward errors the same to three digits (FP16 4.87-5.04e-4, TF32 4.15-5.06e-4, BF16
-/// 3.36-3.68e-3), 16384^2 FP16 4.99e-4 and TF32 5.03e-4 either way. The error-corrected modes' own T products
-/// (TCQR_T_PRODUCTS=x3, for measurements) keep their chunk (-1: the x3 products' own, CudaOps x3HiHiChunk).
-/// TCQR_T_HIHI_CHUNK overrides it (rounded up to 16).
+/// 3.36-3.68e-3), 16384^2 FP16 4.99e-4 and TF32 5.03e-4 either way. (That A/B ran before this function existed, when
+/// TCQR_X3_HIHI_CHUNK reached these T products; now TCQR_T_HIHI_CHUNK does, rounded up to 16.) The error-corrected
+/// modes' own T products (TCQR_T_PRODUCTS=x3, for measurements) keep their chunk (-1: the x3 products' own, CudaOps
+/// x3HiHiChunk).
 inline std::ptrdiff_t tProductHiHiChunk(Precision mode) {
   static const long env = [] {
     const char* v = std::getenv("TCQR_T_HIHI_CHUNK");
@@ -284,7 +285,8 @@ inline int lookaheadReserveSMs(Precision mode) {
   return -1;
 }
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
-/// dimension (CudaOps convertOperands / convertedProduct). TCQR_X3_PAIRED=0 keeps them separate (for measurements).
+/// dimension (CudaOps convertOperands / convertedProduct), also in the FP16, BF16 and TF32 modes' T products (gemmT).
+/// TCQR_X3_PAIRED=0 keeps them separate (for measurements).
 inline bool x3PairedCorrections() {
   const char* v = std::getenv("TCQR_X3_PAIRED");
   return v == nullptr || std::atoi(v) != 0;
