@@ -5,7 +5,10 @@
 // is ill-conditioned. This program factors matrices of several kinds with the recursion (Algorithms.hpp factor(),
 // Host backend, float, whole T merged: every block of T the GPU keeps is a diagonal block of this T, the T of a run of
 // consecutive reflectors, so its entries are among these) and prints max |T_ij|, the largest |Y_ij| below the
-// diagonal, and how far below 65504 the largest T entry stays.
+// diagonal, and how far below 65504 the largest T entry stays. It also prints max |X_ij| over the recursion's merges,
+// X = T1 P with P = -(Y1^T Y2) (Algorithms.hpp factorRecursive: T12 = X T2), the left operand of the merge's second T
+// product: a fused x3 product (CudaOps kX3DupScaleLeft) would hold a copy of its left operand times 2^11 in FP16, which
+// stays finite only for entries below 32.
 //
 // Usage: t_magnitude_study [--n N] [--trials K] [--seed S]  (N: the listed matrices' order; K: random small matrices)
 #include <algorithm>
@@ -30,8 +33,18 @@ using tcqr::detail::View;
 using tcqr_test::Mat;
 
 struct Result {
-  double maxT = 0.0, maxY = 0.0, maxTau = 0.0;
+  double maxT = 0.0, maxY = 0.0, maxTau = 0.0, maxX = 0.0;
 };
+
+/// max |X_ij| over the merges of columns [c0, c0 + w) as factorRecursive splits them (32-column leaves), X = -T1 Y1^T Y2
+/// with Y the unit lower trapezoid (in double).
+double maxMergeX(const Eigen::MatrixXd& Y, const Eigen::MatrixXd& T, Index c0, Index w) {
+  if (w <= 32) return 0.0;
+  const Index n1 = tcqr::detail::splitColumns(w, 32), n2 = w - n1;
+  const Eigen::MatrixXd X =
+      -T.block(c0, c0, n1, n1) * (Y.middleCols(c0, n1).transpose() * Y.middleCols(c0 + n1, n2));
+  return std::max({X.cwiseAbs().maxCoeff(), maxMergeX(Y, T, c0, n1), maxMergeX(Y, T, c0 + n1, n2)});
+}
 
 Result study(const Mat<float>& A0) {
   const Index m = A0.rows(), n = A0.cols(), k = std::min(m, n);
@@ -46,6 +59,8 @@ Result study(const Mat<float>& A0) {
   r.maxT = double(T.cwiseAbs().maxCoeff());
   r.maxY = double(Mat<float>(A.leftCols(k).triangularView<Eigen::StrictlyLower>()).cwiseAbs().maxCoeff());
   for (float t : tau) r.maxTau = std::max(r.maxTau, double(std::fabs(t)));
+  Eigen::MatrixXd Y = A.leftCols(k).cast<double>().triangularView<Eigen::UnitLower>();
+  r.maxX = maxMergeX(Y, T.cast<double>(), 0, k);
   return r;
 }
 
@@ -136,18 +151,21 @@ int main(int argc, char** argv) {
   }
   std::printf("t_magnitude_study: %ld x %ld float, recursion with 32-column leaves (Geqrf panels), whole T merged\n",
               long(n), long(n));
-  std::printf("%-36s %12s %12s %10s %16s\n", "matrix", "max |T_ij|", "max |Y_ij|", "max tau", "65504 / max|T|");
-  double worst = 0.0;
+  std::printf("%-36s %12s %12s %10s %16s %14s\n", "matrix", "max |T_ij|", "max |Y_ij|", "max tau", "65504 / max|T|",
+              "max |X_ij|");
+  double worst = 0.0, worstX = 0.0;
   for (const Case& c : cases) {
     const Result r = study(c.A);
     worst = std::max(worst, r.maxT);
-    std::printf("%-36s %12.4g %12.4g %10.4g %16.4g\n", c.name.c_str(), r.maxT, r.maxY, r.maxTau, 65504.0 / r.maxT);
+    worstX = std::max(worstX, r.maxX);
+    std::printf("%-36s %12.4g %12.4g %10.4g %16.4g %14.4g\n", c.name.c_str(), r.maxT, r.maxY, r.maxTau,
+                65504.0 / r.maxT, r.maxX);
     std::fflush(stdout);
   }
-  std::printf("largest |T_ij| over all matrices: %.4g\n", worst);
+  std::printf("largest |T_ij| over all matrices: %.4g; largest |X_ij| of a merge: %.4g\n", worst, worstX);
   // A random search on small matrices for structures the list above misses: entries of random sign, magnitudes over
   // 2^-40 .. 2^40, random zeros, and columns copied from earlier ones with a small perturbation.
-  double worstSmall = 0.0, worstExcess = 0.0;
+  double worstSmall = 0.0, worstExcess = 0.0, worstSmallX = 0.0;
   for (int trial = 0; trial < trials; ++trial) {
     const Index ms = 4 + tcqr_test::uniformIndex(0, 60);
     const Index ns = 2 + tcqr_test::uniformIndex(0, std::min<Index>(ms, 40) - 2);
@@ -168,8 +186,10 @@ int main(int argc, char** argv) {
     const Result r = study(a.cast<float>());
     worstSmall = std::max(worstSmall, r.maxT);
     worstExcess = std::max(worstExcess, r.maxT - r.maxTau);
+    worstSmallX = std::max(worstSmallX, r.maxX);
   }
   std::printf("random search, %d matrices of 4-64 rows and 2-40 columns: largest |T_ij| %.4g, largest excess of "
-              "max |T_ij| over max tau %.3g\n", trials, worstSmall, worstExcess);
+              "max |T_ij| over max tau %.3g, largest |X_ij| of a merge %.4g\n", trials, worstSmall, worstExcess,
+              worstSmallX);
   return 0;
 }
