@@ -713,10 +713,10 @@ enum class SplitLayout { Blocks, RowsHiFirst, RowsLoFirst, ColsHiFirst };
 /// ColsHiFirst, rows for the Rows layouts.
 inline Index convertedBytes(Precision mode, Index rows, Index cols, SplitLayout layout = SplitLayout::Blocks,
                             Index dup = 0) {
-  Index elems = kernels::paddedRows(rows) * cols * conversionElementBytes(mode);
-  if (dup > 0) elems += (layout == SplitLayout::ColsHiFirst ? kernels::paddedRows(rows) : cols) * dup *
-                        (conversionElementBytes(mode) / 2);
-  return (elems + 255) / 256 * 256;
+  Index bytes = kernels::paddedRows(rows) * cols * conversionElementBytes(mode);
+  if (dup > 0) bytes += (layout == SplitLayout::ColsHiFirst ? kernels::paddedRows(rows) : cols) * dup *
+                        (conversionElementBytes(mode) / 2);  // (one part's copy)
+  return (bytes + 255) / 256 * 256;
 }
 
 /// Converts X into `w` (convertedBytes(mode, X.rows, X.cols, layout, dup) bytes) for `mode`; `layout` places an x3

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "common/QRSuites.h"
+#include "common/ScopedEnv.h"
 
 using namespace tcqr_test;
 using tcqr::Backend;
@@ -24,13 +25,6 @@ using tcqr::Backend;
 TCQR_GPU_TEST_MAIN()
 
 namespace {
-
-/// Sets an environment variable for one scope (the library reads its tunables at each compute()).
-struct ScopedEnv {
-  const char* name;
-  ScopedEnv(const char* n, const std::string& value) : name(n) { setenv(n, value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name); }
-};
 
 template <typename Scalar>
 Index maxRowsFor(int rowsPerThread) {

@@ -26,6 +26,7 @@
 #include <Eigen/TensorCoreQR>
 
 #include "common/PrecisionChecks.h"
+#include "common/ScopedEnv.h"
 
 using tcqr::Backend;
 using tcqr::Precision;
@@ -33,6 +34,7 @@ using tcqr_test::Index;
 using tcqr_test::DeviceArray;
 using tcqr_test::freeDeviceMemory;
 using tcqr_test::Mat;
+using tcqr_test::ScopedEnv;
 
 TCQR_GPU_TEST_MAIN()
 
@@ -57,10 +59,7 @@ TEST_SUITE("gpu") {
                      double) {
     TCQR_RANDOM_SEED();
     Eigen::initParallel();
-    struct Restore {
-      ~Restore() { unsetenv("TCQR_MAX_MERGED_COLS"); }
-    } restore;
-    setenv("TCQR_MAX_MERGED_COLS", "64", 1);
+    const ScopedEnv cap("TCQR_MAX_MERGED_COLS", "64");
     tcqr_test::modeBoundsSuite<T>(Backend::Cuda, {{1001, 999}, {2100, 1100}, {2300, 2200}});
   }
 
@@ -70,28 +69,9 @@ TEST_SUITE("gpu") {
                      double) {
     TCQR_RANDOM_SEED();
     Eigen::initParallel();
-    struct Restore {
-      ~Restore() { unsetenv("TCQR_LOOKAHEAD"); }
-    } restore;
-    setenv("TCQR_LOOKAHEAD", "3", 1);
+    const ScopedEnv lanes("TCQR_LOOKAHEAD", "3");
     tcqr_test::modeBoundsSuite<T>(Backend::Cuda, {{1001, 999}, {2100, 1100}, {2300, 2200}});
   }
-
-  /// Sets an environment variable for a scope, restoring it (or its absence) at the end.
-  struct ScopedEnv {
-    std::string name, saved;
-    bool had;
-    explicit ScopedEnv(const char* n) : name(n) {
-      const char* v = std::getenv(n);
-      had = v != nullptr;
-      saved = had ? v : "";
-    }
-    void set(const char* value) const { setenv(name.c_str(), value, 1); }
-    ~ScopedEnv() {
-      if (had) setenv(name.c_str(), saved.c_str(), 1);
-      else unsetenv(name.c_str());
-    }
-  };
 
   /// Factors the same matrices of the x3 modes with `knob` = 1 and = 0: the same sums in another order, so the
   /// factorizations agree to within the mode's backward bound, and differ in their bits where the knob's product ran

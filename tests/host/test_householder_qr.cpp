@@ -28,6 +28,7 @@
 #include <Eigen/TensorCoreQR>
 
 #include "common/QRSuites.h"
+#include "common/ScopedEnv.h"
 
 using tcqr::Backend;
 using tcqr_test::EigenAssertionFailed;
@@ -42,10 +43,7 @@ TCQR_DEFINE_ACCURACY_SUITE("[Auto]", Backend::Auto)
 // that CI keeps running the merges the GPU runs.
 TEST_CASE_TEMPLATE("[Host] with the CUDA backend's merge cap (512 columns)", T, float, double) {
   TCQR_RANDOM_SEED();
-  struct Restore {
-    ~Restore() { unsetenv("TCQR_MAX_MERGED_COLS"); }
-  } restore;
-  setenv("TCQR_MAX_MERGED_COLS", "512", 1);
+  const tcqr_test::ScopedEnv cap("TCQR_MAX_MERGED_COLS", "512");
   tcqr_test::shapeSuite<T>(Backend::Host);
   tcqr_test::conditionedSuite<T>(Backend::Host, 300, 200);
   tcqr_test::rankDeficientSuite<T>(Backend::Host);

@@ -20,6 +20,7 @@
 
 #include "../../src/HostOps.hpp"
 #include "common/PrecisionChecks.h"
+#include "common/ScopedEnv.h"
 
 using tcqr::Backend;
 using tcqr::Precision;
@@ -41,10 +42,7 @@ TEST_CASE_TEMPLATE("[Host] every precision mode within its error bounds", T, flo
 TEST_CASE_TEMPLATE("[Host] every precision mode within its error bounds with a merge cap of 64 columns", T, float,
                    double) {
   TCQR_RANDOM_SEED();
-  struct Restore {
-    ~Restore() { unsetenv("TCQR_MAX_MERGED_COLS"); }
-  } restore;
-  setenv("TCQR_MAX_MERGED_COLS", "64", 1);
+  const tcqr_test::ScopedEnv cap("TCQR_MAX_MERGED_COLS", "64");
   tcqr_test::modeBoundsSuite<T>(Backend::Host, {{300, 200}, {400, 390}});
 }
 
