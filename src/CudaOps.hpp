@@ -667,7 +667,7 @@ inline Index x3HiHiChunk() {
 /// the inner dimension, pairK entries of it each: [hi lo] along the inner dimension from `pair` for the left operand,
 /// [lo hi] for the right one, so that one product gives both correction terms (convertedProduct).
 /// With pairDup > 0 the pair is followed by a copy of hi's first pairDup entries along the inner dimension (scaled,
-/// see kX3DupScaleLeft), so that the pair's product also gives hi*hi's first chunk.
+/// see DupScales), so that the pair's product also gives hi*hi's first chunk.
 struct ConvertedOperand {
   char* hi = nullptr;
   char* lo = nullptr;
@@ -690,16 +690,28 @@ inline bool fusedFor(const ConvertedOperand& a, const ConvertedOperand& b, Index
   return pairedFor(a, b, k) && a.pairDup > 0 && a.pairDup == b.pairDup;
 }
 
-/// FP16x3's duplicated hi chunk (fusedFor) is scaled by these powers of two on the left and right operand, whose
+/// FP16x3's duplicated hi chunk (fusedFor) is scaled by a power of two on the left and one on the right operand, whose
 /// product 2^11 = kFp16x3LoScale puts hi*hi on the scale of the correction terms (their product's alpha is
-/// alpha / 2^11). All of it goes on the left: the left operand of every NN product that gemmMode pairs is a block of
-/// Householder vectors (applyYT's Y Z: the recursion's updates, in the object's mode; the products with other left
-/// operands, B Y in applyYT's right-hand branch and the tall-skinny Q's Y M, run in the storage precision), whose
-/// entries are at most 1 in magnitude (|v_i| = |x_i| / (|x_0| + ||x||); ReconstructWY gives the same vectors), so
-/// 2^11 hi stays within 2048, far below FP16's 65504 (it would overflow only from |x| >= 32), while the right operand
-/// (T^T (Y^T B)) has no such bound. TF32x3's parts are not scaled (1 and 1).
-constexpr float kX3DupScaleLeft = 2048.0f, kX3DupScaleRight = 1.0f;
-static_assert(kX3DupScaleLeft * kX3DupScaleRight == kFp16x3LoScale, "the duplicated chunk's scales must give 2^11");
+/// alpha / 2^11). The split is chosen per product from what bounds its operands (TF32x3's parts are not scaled):
+/// - kDupScalesYLeft (2^11, 1): gemmMode's paired NN products, whose left operand is a block of Householder vectors
+///   (applyYT's Y Z: the recursion's updates, in the object's mode; the products with other left operands, B Y in
+///   applyYT's right-hand branch and the tall-skinny Q's Y M, run in the storage precision). Their entries are at most
+///   1 in magnitude (|v_i| = |x_i| / (|x_0| + ||x||); ReconstructWY gives the same vectors), so 2^11 hi stays within
+///   2048, far below FP16's 65504 (it would overflow only from |x| >= 32), while the right operand (T^T (Y^T B)) has
+///   no such bound.
+/// - kDupScalesT (2^6, 2^5): gemmT's NN products (FP16's T products in FP16x3, tProductMode), T (or a block of it)
+///   times Z = Y^T B, a merge's P = -(Y1^T Y2), or a merge's X = T1 P times T2. Within a factorization that scales
+///   A's columns to norms below 1 (scalesColumns: FP16 always) |Y^T B| and |P| are at most |y| |b| <= sqrt(2) and 2
+///   (tProductMode); T and X have no proven bound, but measured max |T_ij| <= 2 and max |X_ij| <= 1.4
+///   (tests/studies/t_magnitude_study). The copies overflow only from 1024 on the left and 2048 on the right: a margin
+///   of 500x or more on either side, where 2^11 on T or X would have left 16x.
+struct DupScales {
+  float left, right;
+};
+constexpr DupScales kDupScalesYLeft{2048.0f, 1.0f}, kDupScalesT{64.0f, 32.0f};
+static_assert(kDupScalesYLeft.left * kDupScalesYLeft.right == kFp16x3LoScale &&
+                  kDupScalesT.left * kDupScalesT.right == kFp16x3LoScale,
+              "the duplicated chunk's scales must give 2^11");
 
 /// How convertOperand lays out an x3 mode's two parts (the others have one). Blocks: hi, then lo after it (the
 /// default). The rest put them side by side along the inner dimension of a product, for one product of both
@@ -721,10 +733,11 @@ inline Index convertedBytes(Precision mode, Index rows, Index cols, SplitLayout 
 
 /// Converts X into `w` (convertedBytes(mode, X.rows, X.cols, layout, dup) bytes) for `mode`; `layout` places an x3
 /// mode's parts. With dup > 0 (the paired layouts only) a copy of hi's first dup columns (ColsHiFirst, the left
-/// operand: scaled by kX3DupScaleLeft in FP16x3) or rows (RowsLoFirst, the right one: kX3DupScaleRight) follows the
-/// pair along the inner dimension.
+/// operand) or rows (RowsLoFirst, the right one) follows the pair along the inner dimension, scaled by `dupScale` in
+/// FP16x3 (DupScales).
 inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream,
-                                       SplitLayout layout = SplitLayout::Blocks, Index dup = 0) {
+                                       SplitLayout layout = SplitLayout::Blocks, Index dup = 0,
+                                       float dupScale = 1.0f) {
   const Index padded = kernels::paddedRows(X.rows);
   if (mode == Precision::FP16x3 || mode == Precision::TF32x3) {
     const Index part = mode == Precision::FP16x3 ? 2 : Index(sizeof(float));
@@ -739,7 +752,7 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
         c.pair = w, c.pairK = X.cols;
         if (dup > 0) {
           d.p = w + 2 * padded * X.cols * part;
-          d.count = dup, d.cols = true, d.scale = mode == Precision::FP16x3 ? kX3DupScaleLeft : 1.0f;
+          d.count = dup, d.cols = true, d.scale = mode == Precision::FP16x3 ? dupScale : 1.0f;
         }
         break;
       case SplitLayout::RowsHiFirst:
@@ -751,7 +764,7 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
         c.pair = w, c.pairK = padded;
         if (dup > 0) {
           d.p = w + 2 * padded * part;
-          d.count = dup, d.cols = false, d.scale = mode == Precision::FP16x3 ? kX3DupScaleRight : 1.0f;
+          d.count = dup, d.cols = false, d.scale = mode == Precision::FP16x3 ? dupScale : 1.0f;
         }
         break;
       }
@@ -783,12 +796,12 @@ struct ConvertedPair {
 /// mode, the parts are laid out for convertedProduct's one product of both correction terms, where the shapes allow: TN
 /// always, NN where the inner dimension k is a multiple of 8 (the left operand pairs k columns of hi with k of lo, so
 /// the right operand's [lo; hi] must have no padding rows between its parts: paddedRows(k) == k).
-/// TCQR_X3_PAIRED=0 keeps the blocks (for measurements). With `fuse` as well, an NN pair also holds hi*hi's first
-/// chunk (fusedFor), which scales the left operand's copy of it by 2^11 in FP16x3: only for a left operand of
-/// Householder vectors (kX3DupScaleLeft).
+/// TCQR_X3_PAIRED=0 keeps the blocks (for measurements). With `fuseChunk` >= 0 as well, an NN pair also holds hi*hi's
+/// first chunk of that many entries (0: all of hi*hi; fusedFor), its copies scaled by `scales` in FP16x3: the caller
+/// chooses them from what bounds its operands (DupScales).
 inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> B, ConversionWork& work,
                                      cudaStream_t stream, Op ta = Op::N, Op tb = Op::N, bool paired = false,
-                                     bool fuse = false) {
+                                     Index fuseChunk = -1, DupScales scales = kDupScalesYLeft) {
   SplitLayout la = SplitLayout::Blocks, lb = SplitLayout::Blocks;
   Index dup = 0;
   if (paired && errorCorrected(mode) && x3PairedCorrections() && tb == Op::N) {
@@ -799,13 +812,14 @@ inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> 
       la = SplitLayout::ColsHiFirst;
       lb = SplitLayout::RowsLoFirst;
       // hi*hi's first chunk in the pair's product (fusedFor): a chunk is a multiple of 16, A.cols of 8.
-      if (fuse && x3FusedFirstChunk()) dup = x3HiHiChunk() > 0 ? std::min(x3HiHiChunk(), A.cols) : A.cols;
+      if (fuseChunk >= 0 && x3FusedFirstChunk()) dup = fuseChunk > 0 ? std::min(fuseChunk, A.cols) : A.cols;
     }
   }
   const Index bytesA = convertedBytes(mode, A.rows, A.cols, la, dup);
   const Index bytesB = convertedBytes(mode, B.rows, B.cols, lb, dup);
   char* w = work.reserve(bytesA + bytesB, stream);
-  return {convertOperand(mode, A, w, stream, la, dup), convertOperand(mode, B, w + bytesA, stream, lb, dup)};
+  return {convertOperand(mode, A, w, stream, la, dup, scales.left),
+          convertOperand(mode, B, w + bytesA, stream, lb, dup, scales.right)};
 }
 
 /// TF32x3's row-chunked TN products (gemmChunkedTN) chunk the hi*hi product only; the two correction products run over
@@ -882,8 +896,9 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
     return;
   }
   const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;
-  // (fuse: gemmMode's NN products have Householder vectors on the left, see kX3DupScaleLeft.)
-  const ConvertedPair ab = convertOperands(mode, A, B, *conversion, stream, ta, tb, /*paired=*/true, /*fuse=*/true);
+  // (gemmMode's NN products have Householder vectors on the left: DupScales.)
+  const ConvertedPair ab =
+      convertOperands(mode, A, B, *conversion, stream, ta, tb, /*paired=*/true, x3HiHiChunk(), kDupScalesYLeft);
   const ConvertedOperand &a = ab.a, &b = ab.b;
   if (errorCorrected(mode) && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() && chunksTN(C.rows, C.cols, kk)) {
     // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: the hi*hi product is chunked
@@ -960,12 +975,12 @@ inline void CudaOps<float>::gemmT(Op ta, Op tb, float alpha, View<float> A, View
   const Precision t = tProductMode(mode);
   const auto traceScope = traced("gemmT x3", gemmFlops(C.rows, C.cols, k));
   const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;  // (as gemmMode)
-  // (Paired, not fused: the left operand is T or T1 (Y1^T Y2), whose entries have no bound that the fused copy's
-  // 2^11 would keep in FP16's range.)
-  const ConvertedPair ab = convertOperands(t, A, B, *conversion, stream, ta, tb, /*paired=*/true);
-  const Index hiChunk = tProductHiHiChunk(mode);
-  convertedProduct(blas, t, ta, tb, C.rows, C.cols, kk, alpha, ab.a, ab.b, beta, C.p, C.ld,
-                   hiChunk < 0 ? x3HiHiChunk() : hiChunk);
+  // Paired and, in NN products, fused with hi*hi's first chunk (all of hi*hi in FP16, BF16 and TF32, whose T products
+  // are unchunked), the copies scaled for T-sized operands on both sides (kDupScalesT).
+  const Index t0 = tProductHiHiChunk(mode), hiChunk = t0 < 0 ? x3HiHiChunk() : t0;
+  const ConvertedPair ab =
+      convertOperands(t, A, B, *conversion, stream, ta, tb, /*paired=*/true, hiChunk, kDupScalesT);
+  convertedProduct(blas, t, ta, tb, C.rows, C.cols, kk, alpha, ab.a, ab.b, beta, C.p, C.ld, hiChunk);
 }
 
 // The recursive TRMM with L and Z converted once (a per-product conversion re-reads and re-writes the operands at every

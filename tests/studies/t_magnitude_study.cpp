@@ -7,8 +7,8 @@
 // consecutive reflectors, so its entries are among these) and prints max |T_ij|, the largest |Y_ij| below the
 // diagonal, and how far below 65504 the largest T entry stays. It also prints max |X_ij| over the recursion's merges,
 // X = T1 P with P = -(Y1^T Y2) (Algorithms.hpp factorRecursive: T12 = X T2), the left operand of the merge's second T
-// product: a fused x3 product (CudaOps kX3DupScaleLeft) would hold a copy of its left operand times 2^11 in FP16, which
-// stays finite only for entries below 32.
+// product: a fused x3 product holds a copy of each operand scaled by a power of two in FP16 (CudaOps DupScales: 2^6
+// on T or X, which stays finite for entries below 1024).
 //
 // Usage: t_magnitude_study [--n N] [--trials K] [--seed S]  (N: the listed matrices' order; K: random small matrices)
 #include <algorithm>
