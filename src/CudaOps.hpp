@@ -699,10 +699,11 @@ inline bool fusedFor(const ConvertedOperand& a, const ConvertedOperand& b, Index
 ///   1 in magnitude (|v_i| = |x_i| / (|x_0| + ||x||); ReconstructWY gives the same vectors), so 2^11 hi stays within
 ///   2048, far below FP16's 65504 (it would overflow only from |x| >= 32), while the right operand (T^T (Y^T B)) has
 ///   no such bound.
-/// - kDupScalesT (2^6, 2^5): gemmT's NN products (FP16's T products in FP16x3, tProductMode), T (or a block of it)
+/// - kDupScalesT (2^6, 2^5): gemmT's NN products (FP16's and FP16x3's T products, tProductMode), T (or a block of it)
 ///   times Z = Y^T B, a merge's P = -(Y1^T Y2), or a merge's X = T1 P times T2. Within a factorization that scales
-///   A's columns to norms below 1 (scalesColumns: FP16 always) |Y^T B| and |P| are at most |y| |b| <= sqrt(2) and 2
-///   (tProductMode); T and X have no proven bound, but measured max |T_ij| <= 2 and max |X_ij| <= 1.4
+///   A's columns to norms below 1 (scalesColumns: FP16 always, FP16x3 wherever a product can reach the tensor cores)
+///   |Y^T B| and |P| are at most |y| |b| <= sqrt(2) and 2 (tProductMode); T and X have no proven bound, but measured
+///   max |T_ij| <= 2 and max |X_ij| <= 1.4
 ///   (tests/studies/t_magnitude_study). The copies overflow only from 1024 on the left and 2048 on the right: a margin
 ///   of 500x or more on either side, where 2^11 on T or X would have left 16x.
 struct DupScales {

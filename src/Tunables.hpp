@@ -167,11 +167,19 @@ inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, 
 /// FP16 16384^2 88.9 to 84.5-84.8, TF32 88.4-88.6 to 87.1-87.8, the 4096^2 backward errors and orthogonality
 /// within 0.3%, the column-relative errors within 2%. (d19d73a, the same in TF32x3 through the 256-block recursion,
 /// a split per block, had lost time.)
-/// The error-corrected modes themselves keep FP32 T products (Default): in FP16x3 the x3 products gained 0.5-0.9% at
-/// 16384^2 and raised the 4096^2 backward error by 14-18% (0.83-1.05e-6 to 0.95-1.24e-6). Products with a side or
-/// inner dimension of at most x3Fp32MaxDim run in FP32 whatever this says (tProductOnTensorCores).
-/// TCQR_T_PRODUCTS=storage (all modes in the storage precision) or =x3 (the error-corrected modes too: FP16x3 for
-/// FP16x3, TF32x3 for TF32x3) override it, for measurements.
+/// - FP16x3 and TF32x3: themselves, since 2026-11-28 (before, FP32: in FP16x3 the x3 products gained only 0.5-0.9% at
+///   16384^2 and raised the 4096^2 backward error by 14-18%). With gemmT's products paired and fused (one tensor-core
+///   product of the corrections and hi*hi's first chunk, then the remaining chunks) they gained 3.4%: H200, same
+///   binary (6eda8f2) alternating twice with TCQR_T_PRODUCTS=storage (bench/results/logs/2026-11-28-h200-fused-gemmT-
+///   x3-t-products.log): FP16x3 16384^2 125.7-126.2 ms against 130.3-130.7, TF32x3 159.9-161.1 against 162.1-162.9.
+///   FP16x3 32768^2 586.3 ms against 597.4 (one run each). The price is accuracy: FP16x3's backward error at 16384^2
+///   1.69e-6 against 1.63e-6 (SGEQRF 1.73e-6), at 32768^2 2.41e-6 against 2.36e-6 (SGEQRF 2.31e-6: above it either
+///   way), at 4096^2 0.95-1.24e-6 against 0.83-1.05e-6 (the bound 1.9e-6); TF32x3's 2.64e-6 against 2.59e-6 and
+///   1.26-1.44e-6 against 1.27-1.38e-6. The x3 split keeps 22 of FP32's 24 bits of each operand, which the FP32
+///   products kept whole.
+/// Products with a side or inner dimension of at most x3Fp32MaxDim run in FP32 whatever this says
+/// (tProductOnTensorCores). TCQR_T_PRODUCTS=storage (all modes in the storage precision) or =x3 (the default) override
+/// it, for measurements.
 inline Precision tProductMode(Precision mode) {
   static const int env = [] {  // -1: unset or unknown, 0: storage, 1: x3
     const char* v = std::getenv("TCQR_T_PRODUCTS");
@@ -179,9 +187,9 @@ inline Precision tProductMode(Precision mode) {
     if (std::string(v) == "storage") return 0;
     return std::string(v) == "x3" ? 1 : -1;
   }();
-  const bool lowPrecision = mode == Precision::FP16 || mode == Precision::BF16 || mode == Precision::TF32;
-  const bool x3 = env < 0 ? lowPrecision : env == 1 && (lowPrecision || errorCorrected(mode));
-  if (!x3) return Precision::Default;
+  const bool tensorCores = mode == Precision::FP16 || mode == Precision::BF16 || mode == Precision::TF32 ||
+                           errorCorrected(mode);
+  if (!tensorCores || env == 0) return Precision::Default;
   return mode == Precision::FP16 || mode == Precision::FP16x3 ? Precision::FP16x3 : Precision::TF32x3;
 }
 /// The chunk of hi*hi's inner dimension in the T products on tensor cores (CudaOps::gemmT; 0: one product). FP16, BF16

@@ -92,7 +92,7 @@ TEST_CASE_TEMPLATE("T's products: trmmUpperGemm and trmmUpperGemmRight match Eig
       }
 }
 
-TEST_CASE("T's products in FP16, BF16 and TF32 run error-corrected, not in the mode (tProductMode)") {
+TEST_CASE("T's products in the tensor-core modes run error-corrected: FP16, BF16, TF32 not in the mode (tProductMode)") {
   TCQR_RANDOM_SEED();
   using tcqr::Precision;
   if (std::getenv("TCQR_T_PRODUCTS") != nullptr) {  // (a measurement switch changes what is checked here)
@@ -102,7 +102,7 @@ TEST_CASE("T's products in FP16, BF16 and TF32 run error-corrected, not in the m
   const Eigen::Index k = 601, c = 563;  // every side above x3Fp32MaxDim (one product of the whole triangle); k odd
   Mat<float> U = tcqr_test::uniformMatrix<float>(k, k);
   U.triangularView<Eigen::StrictlyLower>().setZero();
-  for (Precision mode : {Precision::FP16, Precision::BF16, Precision::TF32})
+  for (Precision mode : {Precision::FP16, Precision::BF16, Precision::TF32, Precision::FP16x3, Precision::TF32x3})
     for (bool right : {false, true})
       for (Op op : {Op::N, Op::T}) {
         INFO("mode " << doctest::String(tcqr::precisionName(mode)) << ", " << (right ? "Z op(U)" : "op(U) Z")
@@ -120,7 +120,8 @@ TEST_CASE("T's products in FP16, BF16 and TF32 run error-corrected, not in the m
         // Bit for bit the error-corrected mode's own product of the whole triangle (HostOps::gemm in that mode)...
         HostOps<float> x3;
         x3.mode = tcqr::detail::tProductMode(mode);
-        CHECK((x3.mode == Precision::FP16x3) == (mode == Precision::FP16));
+        CHECK((x3.mode == Precision::FP16x3) == (mode == Precision::FP16 || mode == Precision::FP16x3));
+        CHECK((x3.mode == Precision::TF32x3) == (mode != Precision::FP16 && mode != Precision::FP16x3));
         Mat<float> E(Z.rows(), Z.cols());
         if (right) x3.gemm(Op::N, op, 1.0f, view(Z), view(U), 0.0f, view(E));
         else x3.gemm(op, Op::N, 1.0f, view(U), view(Z), 0.0f, view(E));
