@@ -95,6 +95,9 @@ double tProductError(Precision mode, Index k, Index c, bool left, Op op) {
   const Eigen::MatrixXd ref = left ? Eigen::MatrixXd(opU * Z.cast<double>()) : Eigen::MatrixXd(Z.cast<double>() * opU);
   Ops o(mode);
   DeviceMatrix dU(U), dZ(Z), dC(Mat<float>::Constant(Z.rows(), Z.cols(), 7.0f));  // (beta 0: the 7s must vanish)
+  // cudaMemcpy from pageable memory may return before its DMA is done, and ops.stream does not wait for the legacy
+  // stream: without this, one product in 240 read a partly copied operand (error 0.43; H200, ea7b403).
+  TCQR_CHECK(cudaDeviceSynchronize());
   if (left)
     tcqr::detail::trmmUpperGemm(o.ops, op, dU.view(), dZ.view(), 0.0f, dC.view());
   else
