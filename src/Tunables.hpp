@@ -201,8 +201,11 @@ inline Precision tProductMode(Precision mode) {
 /// 282.5-284.7; the 4096^2 backward errors the same to three digits (FP16 4.87-5.04e-4, TF32 4.15-5.06e-4, BF16
 /// 3.36-3.68e-3), 16384^2 FP16 4.99e-4 and TF32 5.03e-4 either way. (That A/B ran before this function existed, when
 /// TCQR_X3_HIHI_CHUNK reached these T products; now TCQR_T_HIHI_CHUNK does, rounded up to 16.) The error-corrected
-/// modes' own T products (TCQR_T_PRODUCTS=x3, for measurements) keep their chunk (-1: the x3 products' own, CudaOps
-/// x3HiHiChunk).
+/// modes' own T products (in the mode since 8f9a384) keep their chunk (-1: the x3 products' own, CudaOps x3HiHiChunk):
+/// with 0 or 512 FP16x3 16384^2 took 124.7-125.8 and 124.8-125.0 ms against 125.6-126.7, and the 4096^2 backward errors
+/// grew by 30% and 18% (FP16x3 1.58-1.61e-6 and 1.44-1.47e-6 against 1.21-1.24e-6 on the uniform, normal and arith
+/// matrices; 16384^2 1.78e-6 with 0, above SGEQRF's 1.73e-6; H200, one process each, alternating twice;
+/// bench/results/logs/2026-11-28-h200-x3-t-products-hihi-chunk.log).
 inline std::ptrdiff_t tProductHiHiChunk(Precision mode) {
   static const long env = [] {
     const char* v = std::getenv("TCQR_T_HIHI_CHUNK");
