@@ -75,14 +75,23 @@ __device__ __forceinline__ void forEachGroup(const float* __restrict__ A, Index 
   }
 }
 
+/// Whether a finite x became infinite in y (an overflow of the conversion; NaN and infinite inputs are flagged where
+/// the input is read, see launchFlagNonFinite).
+__device__ __forceinline__ bool overflowed(float x, float y) { return isinf(y) && isfinite(x); }
+
 template <typename T>
 __global__ void convertKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, T* __restrict__ out,
-                              Index ldo) {
+                              Index ldo, int* overflow) {
   forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o, Index, Index) {
     alignas(16) T h[kRowsPerThread];
+    bool over = false;
 #pragma unroll
-    for (int r = 0; r < kRowsPerThread; ++r) h[r] = fromFloat<T>(v[r]);
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      h[r] = fromFloat<T>(v[r]);
+      over |= overflowed(v[r], float(h[r]));
+    }
     *reinterpret_cast<uint4*>(out + o) = *reinterpret_cast<const uint4*>(h);
+    if (over && overflow) *overflow = 1;
   });
 }
 
@@ -116,23 +125,30 @@ __global__ void splitTf32Kernel(const float* __restrict__ A, Index lda, Index ro
 /// FP16x3's split: hi = fp16(x), lo = fp16((x - hi) loScale) (x - hi is exact in FP32); in dup's block also
 /// hi dup.scale (exact: a power of two, unless it overflows).
 __global__ void splitHalfKernel(const float* __restrict__ A, Index lda, Index rows, Index cols, __half* __restrict__ hi,
-                                __half* __restrict__ lo, Index ldo, Index padded, float loScale, SplitDup dup) {
+                                __half* __restrict__ lo, Index ldo, Index padded, float loScale, SplitDup dup,
+                                int* overflow) {
   forEachGroup(A, lda, rows, cols, ldo, [&](const float(&v)[kRowsPerThread], Index o, Index i, Index j) {
     alignas(16) __half h[kRowsPerThread];
     alignas(16) __half l[kRowsPerThread];
+    bool over = false;
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
       h[r] = __float2half_rn(v[r]);
       l[r] = __float2half_rn((v[r] - __half2float(h[r])) * loScale);
+      over |= overflowed(v[r], __half2float(h[r]));
     }
     *reinterpret_cast<uint4*>(hi + o) = *reinterpret_cast<const uint4*>(h);
     *reinterpret_cast<uint4*>(lo + o) = *reinterpret_cast<const uint4*>(l);
     if (inDup(dup, i, j)) {
       alignas(16) __half d[kRowsPerThread];
 #pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r) d[r] = __float2half_rn(__half2float(h[r]) * dup.scale);
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        d[r] = __float2half_rn(__half2float(h[r]) * dup.scale);
+        over |= overflowed(v[r], __half2float(d[r]));
+      }
       *reinterpret_cast<uint4*>(static_cast<__half*>(dup.p) + o) = *reinterpret_cast<const uint4*>(d);
     }
+    if (over && overflow) *overflow = 1;
   }, padded);
 }
 
@@ -289,14 +305,17 @@ __global__ void scaleColumnsKernel(S* A, Index lda, Index rows, Index c0, const 
 Index paddedRows(Index rows) { return (rows + kRowsPerThread - 1) / kRowsPerThread * kRowsPerThread; }
 
 template <typename T>
-void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T* out, cudaStream_t stream) {
+void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T* out, cudaStream_t stream,
+                            int* overflow) {
   const Index ldo = paddedRows(rows);
   if (ldo * cols == 0) return;
-  convertKernel<T><<<gridFor(ldo / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, out, ldo);
+  convertKernel<T><<<gridFor(ldo / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, out, ldo,
+                                                                                  overflow);
   TCQR_CHECK_LAUNCH("convertKernel");
 }
-template void launchConvertFromFloat<__half>(const float*, Index, Index, Index, __half*, cudaStream_t);
-template void launchConvertFromFloat<__nv_bfloat16>(const float*, Index, Index, Index, __nv_bfloat16*, cudaStream_t);
+template void launchConvertFromFloat<__half>(const float*, Index, Index, Index, __half*, cudaStream_t, int*);
+template void launchConvertFromFloat<__nv_bfloat16>(const float*, Index, Index, Index, __nv_bfloat16*, cudaStream_t,
+                                                    int*);
 
 namespace {
 /// The output leading dimension of a split: paddedRows(rows) by default (ldo = 0), else at least that and a multiple
@@ -308,9 +327,13 @@ Index splitLd(Index rows, Index ldo, const char* what) {
     detail::throwError(ErrorSource::Kernel, 0, "output leading dimension out of range", what, __FILE__, __LINE__);
   return ldo;
 }
-/// A duplicated block of rows must consist of whole groups of 8.
-void checkDup(const SplitDup& dup, const char* what) {
-  if (dup.p != nullptr && (dup.count < 0 || (!dup.cols && dup.count % kRowsPerThread != 0)))
+/// A duplicated block lies within the operand (its columns, or its padded rows), and one of rows consists of whole
+/// groups of 8: the kernels write only the part inside, and a product reading more would read what they never wrote.
+void checkDup(const SplitDup& dup, Index rows, Index cols, const char* what) {
+  if (dup.p == nullptr) return;
+  if (dup.count < 0 || dup.count > (dup.cols ? cols : paddedRows(rows)))
+    detail::throwError(ErrorSource::Kernel, 0, "duplicated block beyond the operand", what, __FILE__, __LINE__);
+  if (!dup.cols && dup.count % kRowsPerThread != 0)
     detail::throwError(ErrorSource::Kernel, 0, "duplicated rows not a multiple of 8", what, __FILE__, __LINE__);
 }
 }  // namespace
@@ -319,19 +342,19 @@ void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* h
                      Index ldOut, SplitDup dup) {
   const Index ldo = splitLd(rows, ldOut, "launchSplitTf32"), padded = paddedRows(rows);
   if (padded * cols == 0) return;
-  checkDup(dup, "launchSplitTf32");
+  checkDup(dup, rows, cols, "launchSplitTf32");
   splitTf32Kernel<<<gridFor(padded / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo,
                                                                                     padded, dup);
   TCQR_CHECK_LAUNCH("splitTf32Kernel");
 }
 
 void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, float loScale,
-                     cudaStream_t stream, Index ldOut, SplitDup dup) {
+                     cudaStream_t stream, Index ldOut, SplitDup dup, int* overflow) {
   const Index ldo = splitLd(rows, ldOut, "launchSplitHalf"), padded = paddedRows(rows);
   if (padded * cols == 0) return;
-  checkDup(dup, "launchSplitHalf");
+  checkDup(dup, rows, cols, "launchSplitHalf");
   splitHalfKernel<<<gridFor(padded / kRowsPerThread * cols), kThreads, 0, stream>>>(A, lda, rows, cols, hi, lo, ldo,
-                                                                                    padded, loScale, dup);
+                                                                                    padded, loScale, dup, overflow);
   TCQR_CHECK_LAUNCH("splitHalfKernel");
 }
 

@@ -300,6 +300,9 @@ class CudaQRState final : public QRState<S> {
     ops.conversion = &m_conversion;
     ops.partials = &m_partials;
     if (factorization) {
+      // A conversion to FP16 that overflows (a T far beyond its measured bound, DupScales) makes the results as
+      // unspecified as a non-finite input does: info() reports both as NumericalIssue.
+      ops.dOverflow = m_flags.get();
       ops.maxMergedCols = maxMergedCols(mode, m_rows);  // only factorRecursive reads it
       ops.panelKernelRows = panelKernelRows(m_rows, m_cols);
       ops.panelRowsPerThread = panelKernelRowsPerThread();
@@ -406,7 +409,8 @@ class CudaQRState final : public QRState<S> {
 
   // Factors the matrix in m_a, or the device matrix `src` (factorDevice): with srcPanel the single TSQR panel read
   // straight from src, otherwise src is first copied into m_a. Every path flags NaN/Inf in m_flags[0] while reading
-  // its input, and where a TSQR leaf may run it records the last nonzero row of each column in the same pass.
+  // its input (and the FP16 conversions flag their overflows there, CudaOps::dOverflow), and where a TSQR leaf may
+  // run it records the last nonzero row of each column in the same pass.
   void runFactor(View<S> src = View<S>(), bool srcPanel = false) {
     TCQR_CHECK(cudaMemsetAsync(m_flags.get(), 0, 2 * sizeof(int), stream()));
     m_blocks.clear();  // one WY block unless factor() says otherwise

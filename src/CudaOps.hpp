@@ -263,8 +263,9 @@ inline Index accumPartialBytes(Index m, Index n, Index elemBytes, int sms, Index
 /// FP32 the same buffer holds the split-K partials.
 /// The float modes reserve the split-K partials too: solve() and the Q products run in FP32 whatever the mode.
 /// The products with T on tensor cores (tProductMode) convert T (of at most the merge cap's order, or about half of
-/// min(m, n) without a cap: the widest merged left child) and its partner of at most n columns; the larger of the two
-/// bounds is reserved. (Should a product ever need more, ConversionWork::reserve grows it, waiting for the stream.)
+/// min(m, n) without a cap: the widest merged left child) and its partner of at most n columns, with the fused
+/// products' copies (DupScales); the larger of the two bounds is reserved. (Should a product ever need more,
+/// ConversionWork::reserve grows it, waiting for the stream.)
 inline Index conversionBytes(Precision mode, Index m, Index n) {
   const Index e = conversionElementBytes(mode);
   const bool floatMode = mode != Precision::FP64 && mode != Precision::FP64Emulated;
@@ -274,7 +275,8 @@ inline Index conversionBytes(Precision mode, Index m, Index n) {
   if (et > 0) {
     const Index k = std::min(m, n), cap = maxMergedCols(mode, m);
     const Index kt = std::min(k, cap > 0 ? cap : k / 2 + kCudaBlockSize);
-    bytes = std::max(bytes, et * (kt + 8) * (kt + n + 16) + 512);
+    // (and the fused NN products' copies of hi's first chunk, at most kt entries of the inner dimension, one part each)
+    bytes = std::max(bytes, et * (kt + 8) * (kt + n + 16) + et / 2 * kt * (kt + n + 24) + 768);
   }
   return bytes;
 }
@@ -311,6 +313,10 @@ struct CudaOps {
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
   Index panelKernelRows = 0;  ///< householderPanel's row limit (usePanelKernel; 0: not used)
   int panelRowsPerThread = 0;  ///< launchHouseholderPanel's choice (0: its own)
+  /// Set to 1 (not cleared) when converting an operand to FP16 rounds a finite entry to infinity (FP16 and FP16x3; a
+  /// factorization points it at the flag that info() reports as NumericalIssue); null: not checked. (Last, so that
+  /// the benchmarks' aggregate initializations of the first members stay valid.)
+  int* dOverflow = nullptr;
 
   OpTraceScope traced(const char* label, double flops = 0) const { return OpTraceScope(trace, label, stream, flops); }
   /// The trace's kinds of GEMM: by shape class, and the large ones also by transposition (TN: the long-sum products
@@ -699,13 +705,14 @@ inline bool fusedFor(const ConvertedOperand& a, const ConvertedOperand& b, Index
 ///   1 in magnitude (|v_i| = |x_i| / (|x_0| + ||x||); ReconstructWY gives the same vectors), so 2^11 hi stays within
 ///   2048, far below FP16's 65504 (it would overflow only from |x| >= 32), while the right operand (T^T (Y^T B)) has
 ///   no such bound.
-/// - kDupScalesT (2^6, 2^5): gemmT's NN products (FP16's and FP16x3's T products, tProductMode), T (or a block of it)
-///   times Z = Y^T B, a merge's P = -(Y1^T Y2), or a merge's X = T1 P times T2. Within a factorization that scales
-///   A's columns to norms below 1 (scalesColumns: FP16 always, FP16x3 wherever a product can reach the tensor cores)
-///   |Y^T B| and |P| are at most |y| |b| <= sqrt(2) and 2 (tProductMode); T and X have no proven bound, but measured
-///   max |T_ij| <= 2 and max |X_ij| <= 1.4
+/// - kDupScalesT (2^6, 2^5): gemmT's NN products (FP16's and FP16x3's T products, tProductMode): in a factorization a
+///   merge's T1 times P = -(Y1^T Y2) and X = T1 P times T2 (the updates' T^T (Y^T B) is TN, not fused; T times Y^T B
+///   would be NN). Within a factorization that scales A's columns to norms below 1 (scalesColumns: FP16 always,
+///   FP16x3 wherever a product can reach the tensor cores) |Y^T B| and |P| are at most |y| |b| <= sqrt(2) and 2
+///   (tProductMode); T and X have no proven bound, but measured max |T_ij| <= 2 and max |X_ij| <= 1.4
 ///   (tests/studies/t_magnitude_study). The copies overflow only from 1024 on the left and 2048 on the right: a margin
-///   of 500x or more on either side, where 2^11 on T or X would have left 16x.
+///   of 500x or more on either side, where 2^11 on T or X would have left 16x. Should one overflow anyway, the split
+///   flags it (CudaOps::dOverflow) and the factorization's info() says NumericalIssue.
 struct DupScales {
   float left, right;
 };
@@ -736,7 +743,7 @@ inline Index convertedBytes(Precision mode, Index rows, Index cols, SplitLayout 
 /// mode's parts. With dup > 0 (the paired layouts only) a copy of hi's first dup columns (ColsHiFirst, the left
 /// operand) or rows (RowsLoFirst, the right one) follows the pair along the inner dimension, scaled by `dupScale` in
 /// FP16x3 (DupScales).
-inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream,
+inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, cudaStream_t stream, int* overflow,
                                        SplitLayout layout = SplitLayout::Blocks, Index dup = 0,
                                        float dupScale = 1.0f) {
   const Index padded = kernels::paddedRows(X.rows);
@@ -774,7 +781,7 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
     const Index ldOut = layout == SplitLayout::Blocks ? 0 : c.ld;
     if (mode == Precision::FP16x3)
       kernels::launchSplitHalf(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(c.hi),
-                               reinterpret_cast<__half*>(c.lo), kFp16x3LoScale, stream, ldOut, d);
+                               reinterpret_cast<__half*>(c.lo), kFp16x3LoScale, stream, ldOut, d, overflow);
     else
       kernels::launchSplitTf32(X.p, X.ld, X.rows, X.cols, reinterpret_cast<float*>(c.hi),
                                reinterpret_cast<float*>(c.lo), stream, ldOut, d);
@@ -782,7 +789,7 @@ inline ConvertedOperand convertOperand(Precision mode, View<float> X, char* w, c
   }
   const Index ld = padded;
   if (mode == Precision::FP16)
-    kernels::launchConvertFromFloat(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(w), stream);
+    kernels::launchConvertFromFloat(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__half*>(w), stream, overflow);
   else
     kernels::launchConvertFromFloat(X.p, X.ld, X.rows, X.cols, reinterpret_cast<__nv_bfloat16*>(w), stream);
   return {w, nullptr, ld, 2};
@@ -801,7 +808,8 @@ struct ConvertedPair {
 /// first chunk of that many entries (0: all of hi*hi; fusedFor), its copies scaled by `scales` in FP16x3: the caller
 /// chooses them from what bounds its operands (DupScales).
 inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> B, ConversionWork& work,
-                                     cudaStream_t stream, Op ta = Op::N, Op tb = Op::N, bool paired = false,
+                                     cudaStream_t stream, int* overflow, Op ta = Op::N, Op tb = Op::N,
+                                     bool paired = false,
                                      Index fuseChunk = -1, DupScales scales = kDupScalesYLeft) {
   SplitLayout la = SplitLayout::Blocks, lb = SplitLayout::Blocks;
   Index dup = 0;
@@ -819,8 +827,8 @@ inline ConvertedPair convertOperands(Precision mode, View<float> A, View<float> 
   const Index bytesA = convertedBytes(mode, A.rows, A.cols, la, dup);
   const Index bytesB = convertedBytes(mode, B.rows, B.cols, lb, dup);
   char* w = work.reserve(bytesA + bytesB, stream);
-  return {convertOperand(mode, A, w, stream, la, dup, scales.left),
-          convertOperand(mode, B, w + bytesA, stream, lb, dup, scales.right)};
+  return {convertOperand(mode, A, w, stream, overflow, la, dup, scales.left),
+          convertOperand(mode, B, w + bytesA, stream, overflow, lb, dup, scales.right)};
 }
 
 /// TF32x3's row-chunked TN products (gemmChunkedTN) chunk the hi*hi product only; the two correction products run over
@@ -899,7 +907,8 @@ inline void CudaOps<float>::gemmMode(Op ta, Op tb, float alpha, View<float> A, V
   const Index kk = (ta == Op::T && tb == Op::N) ? kernels::paddedRows(k) : k;
   // (gemmMode's NN products have Householder vectors on the left: DupScales.)
   const ConvertedPair ab =
-      convertOperands(mode, A, B, *conversion, stream, ta, tb, /*paired=*/true, x3HiHiChunk(), kDupScalesYLeft);
+      convertOperands(mode, A, B, *conversion, stream, dOverflow, ta, tb, /*paired=*/true, x3HiHiChunk(),
+                      kDupScalesYLeft);
   const ConvertedOperand &a = ab.a, &b = ab.b;
   if (errorCorrected(mode) && ta == Op::T && tb == Op::N && x3TnCorrectionsWhole() && chunksTN(C.rows, C.cols, kk)) {
     // TF32x3 sums in the tensor cores, which do not round to nearest, so long sums drift: the hi*hi product is chunked
@@ -980,7 +989,7 @@ inline void CudaOps<float>::gemmT(Op ta, Op tb, float alpha, View<float> A, View
   // are unchunked), the copies scaled for T-sized operands on both sides (kDupScalesT).
   const Index t0 = tProductHiHiChunk(mode), hiChunk = t0 < 0 ? x3HiHiChunk() : t0;
   const ConvertedPair ab =
-      convertOperands(t, A, B, *conversion, stream, ta, tb, /*paired=*/true, hiChunk, kDupScalesT);
+      convertOperands(t, A, B, *conversion, stream, dOverflow, ta, tb, /*paired=*/true, hiChunk, kDupScalesT);
   convertedProduct(blas, t, ta, tb, C.rows, C.cols, kk, alpha, ab.a, ab.b, beta, C.p, C.ld, hiChunk);
 }
 
@@ -996,7 +1005,7 @@ template <>
 inline void CudaOps<float>::trmmConverted(Op opL, float alpha, View<float> L, View<float> Z, View<float> C,
                                           Index cutoff, TrmmScheme scheme) {
   const Index k = L.rows;
-  const ConvertedPair lz = convertOperands(mode, L, Z, *conversion, stream);
+  const ConvertedPair lz = convertOperands(mode, L, Z, *conversion, stream, dOverflow);
   const ConvertedOperand &l = lz.a, &z = lz.b;
   auto gemm = [&](Op op, Index lr, Index lc, Index lnr, Index lnc, Index zr, Index cr) {
     const Index rowsC = op == Op::N ? lnr : lnc;

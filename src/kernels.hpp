@@ -171,9 +171,11 @@ namespace kernels {
 Index paddedRows(Index rows);
 
 /// out (paddedRows(rows) x cols, ld = paddedRows(rows)) = A (rows x cols, lda) rounded to T (__half or
-/// __nv_bfloat16), padding rows zeroed. `out` must be 16-byte aligned.
+/// __nv_bfloat16), padding rows zeroed. `out` must be 16-byte aligned. With `overflow`, *overflow = 1 where a finite
+/// entry rounds to infinity (left alone otherwise).
 template <typename T>
-void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T* out, cudaStream_t stream);
+void launchConvertFromFloat(const float* A, Index lda, Index rows, Index cols, T* out, cudaStream_t stream,
+                            int* overflow = nullptr);
 
 /// A second copy of hi (times `scale`, a power of two) for the leading `count` columns (`cols`) or rows (a multiple
 /// of 8) of a split, at `p` plus the same offset as hi's (same leading dimension): the extra inner block that lets one
@@ -192,9 +194,10 @@ struct SplitDup {
 void launchSplitTf32(const float* A, Index lda, Index rows, Index cols, float* hi, float* lo, cudaStream_t stream,
                      Index ldOut = 0, SplitDup dup = SplitDup());
 /// FP16x3's split of A into hi = fp16(x) and lo = fp16((x - hi) loScale), packed as launchSplitTf32 (ldOut alike).
-/// `hi` and `lo` must be 16-byte aligned.
+/// `hi` and `lo` must be 16-byte aligned. With `overflow`, *overflow = 1 where a finite entry's hi, or its scaled copy
+/// in `dup`, rounds to infinity (left alone otherwise).
 void launchSplitHalf(const float* A, Index lda, Index rows, Index cols, __half* hi, __half* lo, float loScale,
-                     cudaStream_t stream, Index ldOut = 0, SplitDup dup = SplitDup());
+                     cudaStream_t stream, Index ldOut = 0, SplitDup dup = SplitDup(), int* overflow = nullptr);
 
 /// d_j = 2^-e_j with 2^(e_j - 1) <= ||A(:, j)||_2 < 2^e_j (1 for a zero or non-finite column). `work`: 16 * cols
 /// bytes of device memory, 8-byte aligned.

@@ -227,7 +227,8 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   inline Index rows() const { return m_rows; }
   inline Index cols() const { return m_cols; }
 
-  /// Success, or NumericalIssue when the input contained NaN or infinity (results are then unspecified).
+  /// Success, or NumericalIssue when the input contained NaN or infinity, or (CUDA backend, FP16 and FP16x3) when a
+  /// value converted to FP16 during the factorization overflowed (results are then unspecified).
   ComputationInfo info() const {
     eigen_assert(m_isInitialized && "TensorCoreHouseholderQR is not initialized.");
     return m_state->inputNotFinite() ? NumericalIssue : Success;

@@ -51,7 +51,8 @@ class QRState {
 
   virtual Index rows() const noexcept = 0;
   virtual Index cols() const noexcept = 0;
-  /// True when the input held a NaN or an infinity (checked on the backend that factored it).
+  /// True when the input held a NaN or an infinity (checked on the backend that factored it), or when a conversion to
+  /// FP16 overflowed during the factorization (CUDA backend; the results are then as unspecified).
   virtual bool inputNotFinite() const = 0;
 
   /// Copies the packed factorization (rows x cols, column-major) into host memory at dst with leading dimension ld.
