@@ -229,9 +229,9 @@ constexpr Index kTrmmUpperCutoff = 256;
 /// (ops.gemmT, tProductMode): in the storage precision the diagonal blocks recurse and the off-diagonal block is one
 /// product (TPDS'25 Algorithm 3's structure); on tensor cores (tProductOnTensorCores) the whole triangle is one
 /// product. cuBLAS's in-place TRMM, which this replaces, ran at 3-4 TFLOP/s on the H100 (double, 2097152 x 128 by
-/// 128 x 128). Not in the precision mode itself: T's products are an extra rounding stage the W form does not have,
-/// and in the mode they made the 4096^2 factorization 1.3-1.4x less accurate (TF32/FP16 backward error 1.03e-3 against
-/// 7.7e-4, TF32x3 3.2e-6 against 2.3e-6; H100, 32e3e91).
+/// 128 x 128). Not in FP16, BF16 or TF32 themselves: T's products are an extra rounding stage the W form does not
+/// have, and in those modes they made the 4096^2 factorization 1.3-1.4x less accurate (TF32/FP16 backward error
+/// 1.03e-3 against 7.7e-4; H100, 32e3e91); they run error-corrected there, as in FP16x3 and TF32x3 (tProductMode).
 template <class Ops, typename S>
 void trmmUpperGemm(Ops& ops, Op op, View<S> U, View<S> Z, S beta, View<S> C) {
   const Index k = U.rows;
@@ -476,7 +476,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
 
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
   // A2 holds R22 above it), and Y1 is dense from row n1 on. The triangles' products are small full GEMMs in T's
-  // arithmetic (T1 and T2 hold zeros below their diagonals; trmmUpperGemm and tProductMode say why not in the mode).
+  // arithmetic (T1 and T2 hold zeros below their diagonals; trmmUpperGemm and tProductMode say which).
   View<S> T12 = T.block(0, n1, n1, n2);
   const Index below = m - n1 - n2;
   if (n1 <= kSmallWY && n2 <= kSmallWY) {

@@ -170,7 +170,7 @@ inline bool x3ProductInFp32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, 
 /// - FP16x3 and TF32x3: themselves, since 2026-11-28 (before, FP32: in FP16x3 the x3 products gained only 0.5-0.9% at
 ///   16384^2 and raised the 4096^2 backward error by 14-18%). With gemmT's products paired and fused (one tensor-core
 ///   product of the corrections and hi*hi's first chunk, then the remaining chunks) they gained 3.4%: H200, same
-///   binary (6eda8f2) alternating twice with TCQR_T_PRODUCTS=storage (bench/results/logs/2026-11-28-h200-fused-gemmT-
+///   binary (6eda8f2) alternating twice with FP32 T products (bench/results/logs/2026-11-28-h200-fused-gemmT-
 ///   x3-t-products.log): FP16x3 16384^2 125.7-126.2 ms against 130.3-130.7, TF32x3 159.9-161.1 against 162.1-162.9.
 ///   FP16x3 32768^2 586.3 ms against 597.4 (one run each). The price is accuracy: FP16x3's backward error at 16384^2
 ///   1.69e-6 against 1.63e-6 (SGEQRF 1.73e-6), at 32768^2 2.41e-6 against 2.36e-6 (SGEQRF 2.31e-6: above it either
@@ -202,9 +202,10 @@ inline Precision tProductMode(Precision mode) {
 /// 3.36-3.68e-3), 16384^2 FP16 4.99e-4 and TF32 5.03e-4 either way. (That A/B ran before this function existed, when
 /// TCQR_X3_HIHI_CHUNK reached these T products; now TCQR_T_HIHI_CHUNK does, rounded up to 16.) The error-corrected
 /// modes' own T products (in the mode since 8f9a384) keep their chunk (-1: the x3 products' own, CudaOps x3HiHiChunk):
-/// with 0 or 512 FP16x3 16384^2 took 124.7-125.8 and 124.8-125.0 ms against 125.6-126.7, and the 4096^2 backward errors
-/// grew by 30% and 18% (FP16x3 1.58-1.61e-6 and 1.44-1.47e-6 against 1.21-1.24e-6 on the uniform, normal and arith
-/// matrices; 16384^2 1.78e-6 with 0, above SGEQRF's 1.73e-6; H200, one process each, alternating twice;
+/// with 0 or 512 FP16x3 16384^2 took 124.7-125.8 and 124.8-125.0 ms against 125.6-126.7, its 4096^2 backward errors
+/// grew by 29-46% and 18-26% (1.38-1.61e-6 and 1.19-1.47e-6 against 0.95-1.24e-6; TF32x3's by 23-31% and 7-10%), the
+/// column-spread matrix's column-relative error failed the bound (2.40e-6 and 2.16e-6 against 1.9e-6; 1.79e-6 with
+/// 256), and 16384^2 reached 1.78e-6 with 0, above SGEQRF's 1.73e-6 (H200, one process each, alternating twice;
 /// bench/results/logs/2026-11-28-h200-x3-t-products-hihi-chunk.log).
 inline std::ptrdiff_t tProductHiHiChunk(Precision mode) {
   static const long env = [] {
@@ -296,7 +297,8 @@ inline int lookaheadReserveSMs(Precision mode) {
   return -1;
 }
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
-/// dimension (CudaOps convertOperands / convertedProduct), also in the FP16, BF16 and TF32 modes' T products (gemmT).
+/// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).
+/// Read on every product (tests compare both ways in one process).
 /// TCQR_X3_PAIRED=0 keeps them separate (for measurements).
 inline bool x3PairedCorrections() {
   const char* v = std::getenv("TCQR_X3_PAIRED");
@@ -304,7 +306,8 @@ inline bool x3PairedCorrections() {
 }
 /// The NN products of the x3 modes' paired layout also hold the first chunk of hi*hi (kX3HiHiChunk) after the two
 /// correction terms, so that one product gives all three and only the later chunks pass over C again (CudaOps
-/// convertOperands). TCQR_X3_FUSED=0 keeps hi*hi's chunks separate (for measurements).
+/// convertOperands); in gemmT's NN products too, there all of hi*hi in FP16, BF16 and TF32 (tProductHiHiChunk).
+/// TCQR_X3_FUSED=0 keeps hi*hi's chunks separate (for measurements). Read on every product, as x3PairedCorrections.
 inline bool x3FusedFirstChunk() {
   const char* v = std::getenv("TCQR_X3_FUSED");
   return v == nullptr || std::atoi(v) != 0;
