@@ -13,6 +13,7 @@
 
 #include "CudaContext.hpp"
 #include "CudaOps.hpp"
+#include "FactorGraph.hpp"
 #include "Tunables.hpp"
 #include "tcqr/detail/QRState.h"
 
@@ -351,7 +352,10 @@ class CudaQRState final : public QRState<S> {
     const bool grows = need[0] > m_a.capacity() || need[1] > m_t.capacity() ||
                        need[2] > m_tau.capacity() || need[3] > m_scratch.capacity() ||
                        convBytes > m_conversion.buffer.capacity() || partialBytes > m_partials.buffer.capacity();
-    if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
+    if (grows) {
+      synchronize();  // queued work may still use the buffers that are about to be replaced
+      m_graph.clear();  // a graph refers to buffers by address, which a new buffer (of another size) may reuse
+    }
     m_rows = m_cols = 0;
     try {
       m_a.reserve(need[0]);
@@ -384,6 +388,7 @@ class CudaQRState final : public QRState<S> {
 
   // After a failed allocation: nothing is kept (the object is empty and reusable, see the out-of-memory test).
   void releaseAll() {
+    m_graph.clear();
     m_rows = m_cols = 0;
     m_mode = Precision::Default;
     m_workQueried = std::make_pair(Index(-1), Index(-1));
@@ -448,9 +453,58 @@ class CudaQRState final : public QRState<S> {
       if (src.p) copyFrom(src);
       kernels::launchFlagNonFinite<S>(m_a.get(), m_rows, m_rows, m_cols, m_flags.get(), stream());
     }
-    factor(ops, viewA(), m_tau.get(), viewT(), nb(), panelKind(), m_scratch.get(), colScale,
-           identity.empty() ? nullptr : identity.data(), &m_blocks, scaled);
+    factorQueued(ops, identity, colScale, scaled);
     finishFactor(ops);
+  }
+
+  // The key of FactorGraph: everything the queued recursion depends on besides the data on the device. The shape,
+  // mode, block size and panel kind; the leaf choices (identity columns, column scaling); the stream and every
+  // buffer the recursion reads or writes (a buffer that grew has moved); and the tunables makeOps or the products
+  // read from the environment on every factorization (those read once per process cannot change).
+  FactorGraph::Key graphKey(const CudaOps<S>& ops, const std::vector<char>& identity, const S* colScale,
+                            bool scaled) const {
+    auto addr = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    FactorGraph::Key key = {std::uintptr_t(m_rows), std::uintptr_t(m_cols), std::uintptr_t(nb()),
+                            std::uintptr_t(panelKind()), std::uintptr_t(ops.mode), std::uintptr_t(scaled),
+                            std::uintptr_t(ops.maxMergedCols), std::uintptr_t(ops.panelKernelRows),
+                            std::uintptr_t(ops.panelRowsPerThread), std::uintptr_t(x3PairedCorrections()),
+                            std::uintptr_t(x3FusedFirstChunk()), addr(stream()), addr(colScale), addr(m_a.get()),
+                            addr(m_t.get()), addr(m_tau.get()), addr(m_scratch.get()), addr(m_work.get()),
+                            addr(m_flags.get()), addr(m_conversion.buffer.get()), addr(m_partials.buffer.get())};
+    key.reserve(key.size() + identity.size());
+    for (char c : identity) key.push_back(std::uintptr_t(c != 0));
+    return key;
+  }
+
+  // factor() on the prepared input, replayed from a graph where FactorGraph says so. Not with the trace (its events
+  // synchronize per operation), the look-ahead lanes (work on other streams), a legacy or per-thread default stream
+  // (which cannot be captured) or a stream the caller is capturing itself.
+  void factorQueued(CudaOps<S>& ops, const std::vector<char>& identity, S* colScale, bool scaled) {
+    auto queue = [&] {
+      factor(ops, viewA(), m_tau.get(), viewT(), nb(), panelKind(), m_scratch.get(), colScale,
+             identity.empty() ? nullptr : identity.data(), &m_blocks, scaled);
+    };
+    const cudaStream_t s = stream();
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (!graphReplayEnabled() || ops.trace || ops.laneCount > 0 || s == nullptr || s == cudaStreamLegacy ||
+        s == cudaStreamPerThread || cudaStreamIsCapturing(s, &capturing) != cudaSuccess ||
+        capturing != cudaStreamCaptureStatusNone) {
+      cudaGetLastError();
+      queue();
+      return;
+    }
+    const FactorGraph::Key key = graphKey(ops, identity, colScale, scaled);
+    if (const FactorGraph::Host* blocks = m_graph.replay(key, s)) {
+      m_blocks.assign(blocks->begin(), blocks->end());
+      return;
+    }
+    if (m_graph.shouldCapture(key)) {
+      if (m_graph.capture(key, s, queue, [&] { return FactorGraph::Host(m_blocks.begin(), m_blocks.end()); }))
+        return;
+      m_blocks.clear();  // the failed capture's; the direct run below fills it again
+    }
+    queue();
+    m_graph.ranDirectly(graphKey(ops, identity, colScale, scaled));
   }
 
   void finishFactor(const CudaOps<S>& ops) {
@@ -481,6 +535,7 @@ class CudaQRState final : public QRState<S> {
   Precision m_precision = Precision::Default;
   Precision m_mode = Precision::Default;  // of the current factorization (allocate)
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
+  FactorGraph m_graph;  // the recursion's graphs (factorQueued)
 };
 
 }  // namespace

@@ -6,7 +6,7 @@
 #   bash tools/device_tests.sh householder1        # its test cases 1-20 (doctest --first/--last), if it is too slow
 #   bash tools/device_tests.sh householder2        # its test cases from 21 on
 #   bash tools/device_tests.sh precision           # test_precision_gpu alone
-#   bash tools/device_tests.sh rest                # tsqr + tall-skinny + panel kernel + T products, at once
+#   bash tools/device_tests.sh rest                # tsqr + tall-skinny + panel kernel + T products + graph replay
 #   bash tools/device_tests.sh precision rest      # several parts, one after the other: each has its own LIMIT, so
 #                                                  # lower LIMIT to fit them all into one device call
 #
@@ -43,7 +43,7 @@ programs_of() {
   case "$1" in
     householder | householder1 | householder2) echo test_householder_qr_gpu ;;
     precision) echo test_precision_gpu ;;
-    rest) echo test_tsqr_gpu test_tall_skinny_qr_gpu test_panel_kernel_gpu test_t_products_gpu ;;
+    rest) echo test_tsqr_gpu test_tall_skinny_qr_gpu test_panel_kernel_gpu test_t_products_gpu test_graph_replay_gpu ;;
   esac
 }
 for part in "$@"; do
@@ -103,7 +103,7 @@ for part in "$@"; do
     householder2) run_part "householder2:test_householder_qr_gpu:--first=21" ;;
     precision) run_part precision:test_precision_gpu ;;
     rest) run_part tsqr:test_tsqr_gpu tall-skinny:test_tall_skinny_qr_gpu panel-kernel:test_panel_kernel_gpu \
-                   t-products:test_t_products_gpu ;;
+                   t-products:test_t_products_gpu graph-replay:test_graph_replay_gpu ;;
   esac
 done
 exit "$failed"

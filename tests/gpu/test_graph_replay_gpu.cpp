@@ -1,0 +1,209 @@
+// test_graph_replay_gpu.cpp - graph replay of the factorization (src/FactorGraph.hpp): from the second factorization
+// of one key an object captures its recursion into a CUDA graph, and from the third on it replays that graph. Each
+// replayed result must equal, bit for bit, what a fresh object (whose first factorization is always queued directly)
+// computes from the same matrix: the graph holds the same kernels with the same arguments. The library's counters
+// (graphCaptures, graphReplays) show that the capture and the replays happened, so these checks cannot pass by never
+// replaying. Covered: every float mode and FP64; the leaf choices changing between calls (a zero column), a NaN
+// input in a replayed call, a tunable read per factorization (TCQR_MAX_MERGED_COLS), a precision change, more
+// shapes than the object keeps graphs for, computeOnDevice on a caller's stream, solve() after a replay.
+// Exits 77 (CTest: skipped) without a CUDA device.
+#include "common/TestConfig.h"
+
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include "gpu/GpuTestMain.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <Eigen/TensorCoreQR>
+
+#include "../../src/FactorGraph.hpp"
+#include "common/ScopedEnv.h"
+#include "common/TestMatrices.h"
+
+using namespace tcqr_test;
+using tcqr::Backend;
+using tcqr::Precision;
+using tcqr::detail::graphCaptures;
+using tcqr::detail::graphReplays;
+
+TCQR_GPU_TEST_MAIN()
+
+namespace {
+
+template <typename M>
+using QR = Eigen::TensorCoreHouseholderQR<M>;
+
+/// The factorization of A by a fresh object: queued directly, never from a graph.
+template <typename M>
+QR<M> fresh(const M& A, Precision p) {
+  QR<M> qr;
+  qr.setBackend(Backend::Cuda).setPrecision(p);
+  qr.compute(A);
+  return qr;
+}
+
+/// qr (which factored A) equals a fresh object's factorization of A bit for bit, and its info().
+template <typename M>
+void checkSameAsFresh(const QR<M>& qr, const M& A, Precision p) {
+  const QR<M> ref = fresh(A, p);
+  REQUIRE(qr.info() == ref.info());
+  CHECK(qr.activePrecision() == ref.activePrecision());
+  if (ref.info() != Eigen::Success) return;
+  CHECK((qr.matrixQR().array() == ref.matrixQR().array()).all());
+  CHECK((qr.hCoeffs().array() == ref.hCoeffs().array()).all());
+}
+
+template <typename Scalar>
+std::vector<Precision> modesOf() {
+  if (std::is_same<Scalar, double>::value) return {Precision::FP64};
+  return {Precision::Default, Precision::FP32, Precision::TF32x3, Precision::FP16x3, Precision::TF32, Precision::FP16,
+          Precision::BF16};
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE_TEMPLATE("graph replay: repeated factorizations of one shape equal a fresh object's", Scalar, float,
+                     double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    for (Precision p : modesOf<Scalar>()) {
+      INFO("mode " << tcqr::precisionName(p));
+      QR<M> qr;
+      qr.setBackend(Backend::Cuda).setPrecision(p);
+      const long captures = graphCaptures(), replays = graphReplays();
+      for (int call = 0; call < 5; ++call) {
+        INFO("call " << call);
+        const M A = conditionedMatrix<Scalar>(700, 520, Spectrum::Geometric, 1e3);
+        qr.compute(A);
+        checkSameAsFresh(qr, A, p);
+        // Call 0 queues directly, call 1 captures, calls 2-4 replay.
+        CHECK(graphCaptures() - captures == (call >= 1 ? 1 : 0));
+        CHECK(graphReplays() - replays == (call >= 2 ? call - 1 : 0));
+      }
+      // solve() after a replay: as a fresh object's.
+      const M A = uniformMatrix<Scalar>(700, 520);
+      const M B = uniformMatrix<Scalar>(700, 3);
+      qr.compute(A);
+      const M X = qr.solve(B);
+      const M Xref = fresh(A, p).solve(B);
+      CHECK((X.array() == Xref.array()).all());
+    }
+  }
+
+  TEST_CASE_TEMPLATE("graph replay: what changes the recursion between calls is not replayed", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    const Precision p = Precision::Default;
+    QR<M> qr;
+    qr.setBackend(Backend::Cuda);
+    const Eigen::Index m = 640, n = 600;
+    for (int call = 0; call < 3; ++call) qr.compute(uniformMatrix<Scalar>(m, n));  // captured, then replayed
+    long replays = graphReplays();
+
+    // A zero column changes the leaves the host chooses: a new key, queued directly.
+    const M Z = withZeroColumns<Scalar>(m, n, {37, 300});
+    qr.compute(Z);
+    checkSameAsFresh(qr, Z, p);
+    CHECK(graphReplays() == replays);
+
+    // A NaN in a replayed call: reported as for a fresh object, and the next call is right again.
+    M bad = uniformMatrix<Scalar>(m, n);
+    bad(5, 400) = std::numeric_limits<Scalar>::quiet_NaN();
+    qr.compute(bad);
+    CHECK(graphReplays() == replays + 1);
+    CHECK(qr.info() == Eigen::NumericalIssue);
+    const M A = uniformMatrix<Scalar>(m, n);
+    qr.compute(A);
+    CHECK(graphReplays() == replays + 2);
+    checkSameAsFresh(qr, A, p);
+    replays = graphReplays();
+
+    // A tunable read on every factorization (the merge cap): the graph of the other cap is not used.
+    {
+      const ScopedEnv cap("TCQR_MAX_MERGED_COLS", "64");
+      for (int call = 0; call < 3; ++call) {
+        const M C = uniformMatrix<Scalar>(m, n);
+        qr.compute(C);
+        // (a fresh object under the same cap)
+        checkSameAsFresh(qr, C, p);
+      }
+      CHECK(graphReplays() == replays + 1);  // calls 0 direct, 1 captured, 2 replayed
+    }
+    const M D = uniformMatrix<Scalar>(m, n);
+    qr.compute(D);  // the default cap's graph again
+    CHECK(graphReplays() == replays + 2);
+    checkSameAsFresh(qr, D, p);
+
+    // A precision change: the other mode's key.
+    if (std::is_same<Scalar, float>::value) {
+      qr.setPrecision(Precision::TF32);
+      const M E = uniformMatrix<Scalar>(m, n);
+      qr.compute(E);
+      CHECK(graphReplays() == replays + 2);
+      checkSameAsFresh(qr, E, Precision::TF32);
+    }
+  }
+
+  TEST_CASE_TEMPLATE("graph replay: more shapes than graphs kept, in turn", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    QR<M> qr;
+    qr.setBackend(Backend::Cuda);
+    // The largest first, so that the buffers do not grow (which drops every graph) after the first round.
+    const std::vector<std::pair<Eigen::Index, Eigen::Index>> shapes = {
+        {900, 400}, {800, 300}, {700, 200}, {600, 100}, {500, 90}, {400, 80}};
+    static_assert(tcqr::detail::FactorGraph::kGraphs < 6, "more shapes than graphs");
+    const long replays = graphReplays();
+    for (int round = 0; round < 4; ++round) {
+      for (const auto& s : shapes) {
+        INFO("round " << round << ", " << s.first << " x " << s.second);
+        const M A = uniformMatrix<Scalar>(s.first, s.second);
+        qr.compute(A);
+        checkSameAsFresh(qr, A, Precision::Default);
+      }
+    }
+    // Six keys in turn: the object remembers the last four keys it queued directly, so none comes back in time to be
+    // captured; nothing is replayed, and every result above matched a fresh object's.
+    CHECK(graphReplays() == replays);
+    // Two shapes in turn fit: from the third round on both replay.
+    for (int round = 0; round < 4; ++round) {
+      for (int i = 0; i < 2; ++i) {
+        const M A = uniformMatrix<Scalar>(shapes[i].first, shapes[i].second);
+        qr.compute(A);
+        checkSameAsFresh(qr, A, Precision::Default);
+      }
+    }
+    CHECK(graphReplays() - replays >= 4);
+  }
+
+  TEST_CASE_TEMPLATE("graph replay: computeOnDevice on a caller's stream", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    const Eigen::Index m = 1500, n = 700;
+    cudaStream_t s = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    DeviceArray<Scalar> dA(size_t(m * n));
+    REQUIRE(dA.p != nullptr);
+    {
+      QR<M> qr;
+      qr.setBackend(Backend::Cuda);
+      const long replays = graphReplays();
+      for (int call = 0; call < 4; ++call) {
+        const M A = uniformMatrix<Scalar>(m, n);
+        REQUIRE(cudaMemcpyAsync(dA.p, A.data(), sizeof(Scalar) * m * n, cudaMemcpyHostToDevice, s) == cudaSuccess);
+        qr.computeOnDevice(dA.p, m, n, m, s);
+        REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+        checkSameAsFresh(qr, A, Precision::Default);
+      }
+      CHECK(graphReplays() - replays == 2);
+    }
+    cudaStreamDestroy(s);
+  }
+}
