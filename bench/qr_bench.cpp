@@ -74,6 +74,7 @@ struct Options {
   int reps = 7, warmup = 2;
   Shape e2e{4096, 4096};  // m = 0: no end-to-end row
   int e2eReps = 3, e2eWarmup = 1;
+  int firstCalls = 0;  // --first-calls: time the first N factorizations of a fresh object (graph replay)
   int threads = 0;  // 0: all hardware threads
   bool errors = true;
   i64 blockSize = 0;
@@ -95,6 +96,8 @@ void usage(const char* argv0) {
       "  --precision LIST  comma-separated float|double (also s|d|f|single) (default: float,double)\n"
       "  --reps N          timed repetitions per method, median reported (default 7)\n"
       "  --warmup N        untimed warm-up runs per method (default 2)\n"
+      "  --first-calls N   also time each of the first N factorizations of a fresh object (row note 'calls ms'):\n"
+      "                    the first is queued directly, the second captured into a CUDA graph, later ones replay it\n"
       "  --quick           smoke test: shapes 65536x32,16384x128,8192x512,4096x1024,2048x2048,1024x1024 and a\n"
       "                    1024x1024 end-to-end row (explicit --shapes / --e2e take precedence)\n"
       "  --e2e MxN|N|off   size of the end-to-end host-matrix row, float (default 4096x4096)\n"
@@ -226,6 +229,8 @@ Options parseArgs(int argc, char** argv) {
       o.reps = int(positive(a, value(i), 1));
     } else if (a == "--warmup") {
       o.warmup = int(positive(a, value(i), 0));
+    } else if (a == "--first-calls") {
+      o.firstCalls = int(positive(a, value(i), 1));
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "--e2e") {
@@ -522,6 +527,24 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
     qr.setBackend(tcqr::Backend::Cuda).setPrecision(mode);
     if (o.blockSize > 0) qr.setBlockSize(o.blockSize);
     qr.setPanel(o.panel);
+    if (o.firstCalls > 0) {
+      // A fresh object's first calls, each timed alone (the graph's capture and instantiation are in the second).
+      Eigen::TensorCoreHouseholderQR<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>> cold;
+      cold.setBackend(tcqr::Backend::Cuda).setPrecision(mode);
+      if (o.blockSize > 0) cold.setBlockSize(o.blockSize);
+      cold.setPanel(o.panel);
+      std::string calls;
+      for (int c = 0; c < o.firstCalls; ++c) {
+        const std::vector<double> tc =
+            timeOnStream(h, 0, 1, restore, [&] { cold.computeOnDevice(work.get(), m, n, m, h.stream); });
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%s%.2f", c ? "/" : "", tc[0]);
+        calls += buf;
+      }
+      r.note("calls ms " + calls);
+      std::printf("first calls %s %s %lld x %lld: %s ms\n", sizeof(S) == 4 ? "float" : "double", r.mode.c_str(),
+                  static_cast<long long>(m), static_cast<long long>(n), calls.c_str());
+    }
     const std::vector<double> t = timeOnStream(h, o.warmup, o.reps, restore,
                                                [&] { qr.computeOnDevice(work.get(), m, n, m, h.stream); });
     r.oursMs = median(t);
