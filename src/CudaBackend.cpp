@@ -479,9 +479,10 @@ class CudaQRState final : public QRState<S> {
   // factor() on the prepared input, replayed from a graph where FactorGraph says so. Not with the trace (its events
   // synchronize per operation), the look-ahead lanes (work on other streams), a legacy or per-thread default stream
   // (which cannot be captured) or a stream the caller is capturing itself.
-  void factorQueued(CudaOps<S>& ops, const std::vector<char>& identity, S* colScale, bool scaled) {
+  void factorQueued(const CudaOps<S>& ops, const std::vector<char>& identity, S* colScale, bool scaled) {
     auto queue = [&] {
-      factor(ops, viewA(), m_tau.get(), viewT(), nb(), panelKind(), m_scratch.get(), colScale,
+      CudaOps<S> o = ops;  // (each run from the same ops)
+      factor(o, viewA(), m_tau.get(), viewT(), nb(), panelKind(), m_scratch.get(), colScale,
              identity.empty() ? nullptr : identity.data(), &m_blocks, scaled);
     };
     const cudaStream_t s = stream();
@@ -498,13 +499,18 @@ class CudaQRState final : public QRState<S> {
       m_blocks.assign(blocks->begin(), blocks->end());
       return;
     }
-    if (m_graph.shouldCapture(key)) {
-      if (m_graph.capture(key, s, queue, [&] { return FactorGraph::Host(m_blocks.begin(), m_blocks.end()); }))
-        return;
-      m_blocks.clear();  // the failed capture's; the direct run below fills it again
-    }
     queue();
-    m_graph.ranDirectly(graphKey(ops, identity, colScale, scaled));
+    FactorGraph::Key after = graphKey(ops, identity, colScale, scaled);  // (buffers may have grown on the way)
+    if (after != key || !m_graph.shouldCapture(key)) {
+      m_graph.ranDirectly(std::move(after));
+      return;
+    }
+    // The same work once more, recorded while the GPU runs the direct work queued above. Both produce the same
+    // host-side results; the direct run's are kept whether or not the capture succeeds.
+    const std::vector<Index> blocks = m_blocks;
+    m_blocks.clear();
+    m_graph.capture(key, s, queue, [&] { return FactorGraph::Host(m_blocks.begin(), m_blocks.end()); });
+    m_blocks = blocks;
   }
 
   void finishFactor(const CudaOps<S>& ops) {

@@ -24,7 +24,9 @@ inline long graphReplays() noexcept { return g_graphReplays.load(); }
 /// launches one by one (CudaQRState::runFactor; docs/DESIGN.md "Graph replay"). The policy, per key:
 ///   - first factorization: queued directly (ranDirectly records the key as it stands afterwards: buffers may grow
 ///     on the way);
-///   - second: captured on the stream (capture: the work is recorded, not run), instantiated and launched;
+///   - second: queued directly again, and then also captured (capture: recorded, not run) and instantiated while the
+///     GPU runs the direct work, so that the capture's host time hides behind it where the factorization is long
+///     enough;
 ///   - later ones: launched from the instantiated graph (replay).
 /// A capture that fails (an operation that cannot be captured) is dropped and its key is not captured again; the
 /// caller then queues the work directly, so a failure costs speed, never a result. Up to kGraphs graphs are kept
@@ -61,10 +63,11 @@ class FactorGraph {
   /// After a factorization of `key` was queued directly.
   void ranDirectly(Key key) { remember(m_seen, std::move(key)); }
 
-  /// Captures what queue() queues on `stream`, instantiates it as the graph of `key` with the host-side results
-  /// host() returns afterwards, and launches it. Nothing else may be queued on `stream` meanwhile; the capture mode
-  /// is thread-local, so other threads are not affected. Returns false where the capture or the instantiation
-  /// failed: then none of queue()'s work ran, and the caller must undo its host-side effects and queue it directly.
+  /// Captures what queue() queues on `stream` and instantiates it as the graph of `key`, with the host-side results
+  /// host() returns afterwards. Nothing captured runs now (work queued on `stream` before is not part of the graph
+  /// and runs on). Nothing else may be queued on `stream` meanwhile; the capture mode is thread-local, so other
+  /// threads are not affected. Returns false where the capture or the instantiation failed (the key is then not
+  /// captured again); queue()'s host-side effects are the caller's to undo.
   template <class Queue, class HostResults>
   bool capture(const Key& key, cudaStream_t stream, Queue&& queue, HostResults&& host) {
     TCQR_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -102,7 +105,6 @@ class FactorGraph {
     slot->host = host();
     slot->used = ++m_clock;
     ++g_graphCaptures;
-    TCQR_CHECK(cudaGraphLaunch(slot->exec, stream));
     return true;
   }
   /// Forgets every graph and key.
