@@ -211,6 +211,16 @@ class CudaContext {
 
   void applyStream() {
     TCQR_CHECK(cublasSetStream(m_blas, stream()));
+    // An explicit workspace (cublasSetStream resets it to the default pool): captured into a graph (FactorGraph),
+    // GEMMs on the default pool add memory nodes of their own (16384^2 FP16x3: 9666 nodes against 8024 with it),
+    // which made the capture and the instantiation 1.6x slower (H200, bench/results/logs/2026-11-28-h200-graph-replay.log).
+    // The size is NVIDIA's recommendation (cublasSetWorkspace: 32 MiB on Hopper, 4 MiB before).
+    if (m_blasWorkspace.capacity() == 0) {
+      int major = 0;
+      TCQR_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_device));
+      m_blasWorkspace.reserve(Index(major >= 9 ? 32 : 4) << 20);
+    }
+    TCQR_CHECK(cublasSetWorkspace(m_blas, m_blasWorkspace.get(), size_t(m_blasWorkspace.capacity())));
     TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
   }
 
@@ -221,6 +231,7 @@ class CudaContext {
     if (m_params) cusolverDnDestroyParams(m_params);
     if (m_solver) cusolverDnDestroy(m_solver);
     if (m_blas) cublasDestroy(m_blas);
+    m_blasWorkspace.release();
     if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_ownStream));
     m_ready = nullptr;
     m_params = nullptr;
@@ -232,6 +243,7 @@ class CudaContext {
   int m_device = 0;
   int m_sms = 1;  ///< streaming multiprocessors of m_device
   cublasHandle_t m_blas = nullptr;
+  DeviceBuffer<char> m_blasWorkspace;  ///< m_blas's workspace (applyStream)
   cusolverDnHandle_t m_solver = nullptr;
   cusolverDnParams_t m_params = nullptr;
   mutable cudaStream_t m_ownStream = nullptr;

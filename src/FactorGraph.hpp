@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "CudaCheck.hpp"
+#include "Tunables.hpp"
 
 namespace tcqr {
 namespace detail {
@@ -22,12 +26,15 @@ inline long graphReplays() noexcept { return g_graphReplays.load(); }
 /// Replays the recursion of a factorization whose key (shape, mode, the host's leaf choices, every buffer address
 /// and tunable the queued work depends on) was seen before from a CUDA graph, instead of queueing its thousands of
 /// launches one by one (CudaQRState::runFactor; docs/DESIGN.md "Graph replay"). The policy, per key:
-///   - first factorization: queued directly (ranDirectly records the key as it stands afterwards: buffers may grow
-///     on the way);
-///   - second: queued directly again, and then also captured (capture: recorded, not run) and instantiated while the
-///     GPU runs the direct work, so that the capture's host time hides behind it where the factorization is long
-///     enough;
+///   - the first kDirectRuns factorizations: queued directly (ranDirectly counts the key as it stands afterwards:
+///     buffers may grow on the way);
+///   - the next one: queued directly, and then also captured (capture: recorded, not run) and instantiated;
 ///   - later ones: launched from the instantiated graph (replay).
+/// Why not sooner: the capture and the instantiation cost host time of the order of half a factorization (H200,
+/// 16384^2 FP16x3: 28-33 ms to capture 8024 nodes and 22-39 ms to instantiate them, beside a direct run whose
+/// queueing alone takes 116 ms of host time for 126 ms on the GPU, so nothing hides it), which about ten replays
+/// earn back (119 ms each). Two direct runs of one key are the evidence that an application repeats it; an
+/// application that factors one matrix, or two, pays nothing.
 /// A capture that fails (an operation that cannot be captured) is dropped and its key is not captured again; the
 /// caller then queues the work directly, so a failure costs speed, never a result. Up to kGraphs graphs are kept
 /// (an application alternating between a few shapes), the least recently used one is replaced.
@@ -38,6 +45,7 @@ class FactorGraph {
   using Key = std::vector<std::uintptr_t>;
   using Host = std::vector<std::ptrdiff_t>;
   static constexpr int kGraphs = 4;
+  static constexpr int kDirectRuns = 2;
 
   FactorGraph() = default;
   FactorGraph(const FactorGraph&) = delete;
@@ -54,14 +62,23 @@ class FactorGraph {
     e->used = ++m_clock;
     return &e->host;
   }
-  /// Whether the next factorization of `key` should be captured: it was queued directly before, and no capture of
-  /// it failed.
+  /// Whether the factorization of `key` just queued directly should also be captured: kDirectRuns of it were
+  /// queued directly before, and no capture of it failed.
   bool shouldCapture(const Key& key) const {
-    return std::find(m_seen.begin(), m_seen.end(), key) != m_seen.end() &&
-           std::find(m_failed.begin(), m_failed.end(), key) == m_failed.end();
+    for (const auto& s : m_seen)
+      if (s.first == key) return s.second >= kDirectRuns && !contains(m_failed, key);
+    return false;
   }
-  /// After a factorization of `key` was queued directly.
-  void ranDirectly(Key key) { remember(m_seen, std::move(key)); }
+  /// After a factorization of `key` was queued directly (and not captured).
+  void ranDirectly(Key key) {
+    for (auto& s : m_seen)
+      if (s.first == key) {
+        ++s.second;
+        return;
+      }
+    if (static_cast<int>(m_seen.size()) >= kGraphs) m_seen.erase(m_seen.begin());
+    m_seen.emplace_back(std::move(key), 1);
+  }
 
   /// Captures what queue() queues on `stream` and instantiates it as the graph of `key`, with the host-side results
   /// host() returns afterwards. Nothing captured runs now (work queued on `stream` before is not part of the graph
@@ -70,6 +87,7 @@ class FactorGraph {
   /// captured again); queue()'s host-side effects are the caller's to undo.
   template <class Queue, class HostResults>
   bool capture(const Key& key, cudaStream_t stream, Queue&& queue, HostResults&& host) {
+    const auto t0 = std::chrono::steady_clock::now();
     TCQR_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     cudaGraph_t graph = nullptr;
     try {
@@ -79,16 +97,24 @@ class FactorGraph {
       // follows reports a genuine error itself.
       if (cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
       cudaGetLastError();
-      remember(m_failed, key);
+      fail(key);
       return false;
     }
     cudaGraphExec_t exec = nullptr;
     cudaError_t s = cudaStreamEndCapture(stream, &graph);
+    const auto t1 = std::chrono::steady_clock::now();
+    size_t nodes = 0;
+    if (s == cudaSuccess) cudaGraphGetNodes(graph, nullptr, &nodes);
     if (s == cudaSuccess) s = cudaGraphInstantiate(&exec, graph, 0);
+    const auto t2 = std::chrono::steady_clock::now();
+    if (graphReplayReport())  // TCQR_GRAPH=2
+      std::fprintf(stderr, "tcqr graph: captured %zu nodes in %.2f ms, instantiated in %.2f ms\n", nodes,
+                   std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                   std::chrono::duration<double, std::milli>(t2 - t1).count());
     if (graph) cudaGraphDestroy(graph);
     if (s != cudaSuccess) {
       cudaGetLastError();
-      remember(m_failed, key);
+      fail(key);
       return false;
     }
     Entry* slot = nullptr;
@@ -129,14 +155,18 @@ class FactorGraph {
       if (e.key == key) return &e;
     return nullptr;
   }
-  static void remember(std::vector<Key>& keys, Key key) {
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) return;
-    if (static_cast<int>(keys.size()) >= kGraphs) keys.erase(keys.begin());
-    keys.push_back(std::move(key));
+  static bool contains(const std::vector<Key>& keys, const Key& key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  }
+  void fail(const Key& key) {
+    if (contains(m_failed, key)) return;
+    if (static_cast<int>(m_failed.size()) >= kGraphs) m_failed.erase(m_failed.begin());
+    m_failed.push_back(key);
   }
 
   std::vector<Entry> m_entries;
-  std::vector<Key> m_seen, m_failed;  // the last kGraphs keys queued directly, and whose capture failed
+  std::vector<std::pair<Key, int>> m_seen;  // the last kGraphs keys queued directly, and how often
+  std::vector<Key> m_failed;                // the last kGraphs keys whose capture failed
   std::uint64_t m_clock = 0;
 };
 

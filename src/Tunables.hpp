@@ -324,16 +324,19 @@ inline int panelKernelRowsPerThread() {
   const char* v = std::getenv("TCQR_PANEL_ROWS_PER_THREAD");
   return v ? std::max(0, std::atoi(v)) : 0;
 }
-/// The CUDA backend replays a factorization's recursion from a CUDA graph from the third factorization of the same
-/// shape, mode and buffers on (FactorGraph, CudaQRState::factorQueued): the second one is captured and instantiated.
-/// H200, same binary, alternating twice (bench/results/logs/2026-11-28-h200-graph-replay.log, qr_bench with 2
-/// warm-up runs, so the timed runs replay): FP16x3 16384^2 127.5-127.8 ms queued / 119.3 replayed, FP16 77.3-78.2 /
-/// 71.2, FP64 212.0-214.5 / 204.5-204.6, FP16x3 4096^2 16.0-16.1 / 14.4, FP64 4096^2 18.0-18.1 / 16.7, FP16x3
-/// 524288 x 512 16.2 / 15.8, FP64 2097152 x 128 12.6 / 12.5. TCQR_GRAPH=0 turns it off (read once per process).
-inline bool graphReplayEnabled() {
-  static const bool on = envIndex("TCQR_GRAPH", 1) != 0;
-  return on;
+/// The CUDA backend replays a factorization's recursion from a CUDA graph once it has factored the same key (shape,
+/// mode, buffers) often enough (FactorGraph, CudaQRState::factorQueued). H200, an experiment build that replayed from
+/// the third call, alternating twice with queueing directly (bench/results/logs/2026-11-28-h200-graph-replay.log):
+/// FP16x3 16384^2 127.5-127.8 ms queued / 119.3 replayed, FP16 77.3-78.2 / 71.2, FP64 212.0-214.5 / 204.5-204.6,
+/// FP16x3 4096^2 16.0-16.1 / 14.4, FP64 4096^2 18.0-18.1 / 16.7, FP16x3 524288 x 512 16.2 / 15.8, FP64 2097152 x 128
+/// 12.6 / 12.5. TCQR_GRAPH=0 turns it off, =2 also reports each capture's node count and host times on stderr (read
+/// once per process).
+inline int graphReplayMode() {
+  static const int v = static_cast<int>(envIndex("TCQR_GRAPH", 1));
+  return v;
 }
+inline bool graphReplayEnabled() { return graphReplayMode() != 0; }
+inline bool graphReplayReport() { return graphReplayMode() == 2; }
 /// C = A^T B with C at most 64 x 64 and an inner dimension of kSmallTnMinInner to kSmallTnMaxInner rows runs as
 /// kernels::launchSmallTN (CudaOps::gemm, the products that run in FP32 or FP64: the leaves' Z = Y^T B and the small
 /// merges) instead of cuBLAS's strided-batched chunks and the same reduction. H100, same binary, alternating
