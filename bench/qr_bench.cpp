@@ -509,6 +509,11 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
   r.n = n;
   r.baseline = V::geqrfName;
   r.note("reps=" + std::to_string(o.reps) + " warmup=" + std::to_string(o.warmup) + " median");
+  {
+    // Whether the timed runs replay a CUDA graph (the library's fourth and later factorizations of one key).
+    const char* g = std::getenv("TCQR_GRAPH");
+    if (o.warmup >= 3 && !(g && std::string(g) == "0")) r.note("graph replay");
+  }
   if (o.blockSize > 0) r.note("nb=" + std::to_string(o.blockSize));
   if (o.panel != tcqr::Panel::Auto) r.note(o.panel == tcqr::Panel::Tsqr ? "panel=tsqr" : "panel=geqrf");
   if (const char* la = std::getenv("TCQR_LOOKAHEAD"))  // the library's switch of the recursion's look-ahead
@@ -530,7 +535,7 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
     if (o.blockSize > 0) qr.setBlockSize(o.blockSize);
     qr.setPanel(o.panel);
     if (o.firstCalls > 0) {
-      // A fresh object's first calls, each timed alone (the graph's capture and instantiation are in the second).
+      // A fresh object's first calls, each timed alone (the graph's capture and instantiation are in the third).
       Eigen::TensorCoreHouseholderQR<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>> cold;
       cold.setBackend(tcqr::Backend::Cuda).setPrecision(mode);
       if (o.blockSize > 0) cold.setBlockSize(o.blockSize);

@@ -464,21 +464,45 @@ class CudaQRState final : public QRState<S> {
   FactorGraph::Key graphKey(const CudaOps<S>& ops, const std::vector<char>& identity, const S* colScale,
                             bool scaled) const {
     auto addr = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    // (Buffers by address and size: cudaMalloc may return a freed address for a larger buffer, and a workspace's
+    // size decides how some products are split, CudaOps::gemmChunks. The host workspace is cuSOLVER's.)
     FactorGraph::Key key = {std::uintptr_t(m_rows), std::uintptr_t(m_cols), std::uintptr_t(nb()),
                             std::uintptr_t(panelKind()), std::uintptr_t(ops.mode), std::uintptr_t(scaled),
                             std::uintptr_t(ops.maxMergedCols), std::uintptr_t(ops.panelKernelRows),
                             std::uintptr_t(ops.panelRowsPerThread), std::uintptr_t(x3PairedCorrections()),
                             std::uintptr_t(x3FusedFirstChunk()), addr(stream()), addr(colScale), addr(m_a.get()),
                             addr(m_t.get()), addr(m_tau.get()), addr(m_scratch.get()), addr(m_work.get()),
-                            addr(m_flags.get()), addr(m_conversion.buffer.get()), addr(m_partials.buffer.get())};
+                            addr(m_flags.get()), addr(m_conversion.buffer.get()), addr(m_partials.buffer.get()),
+                            std::uintptr_t(m_a.capacity()), std::uintptr_t(m_t.capacity()),
+                            std::uintptr_t(m_tau.capacity()), std::uintptr_t(m_scratch.capacity()),
+                            std::uintptr_t(m_work.capacity()), std::uintptr_t(m_conversion.buffer.capacity()),
+                            std::uintptr_t(m_partials.buffer.capacity()), addr(m_hostWork.data()),
+                            std::uintptr_t(m_hostWork.size())};
+    // The flag values themselves: a column certain to get the identity (kSureIdentity) is left out of the work,
+    // one that may get it (kMaybeIdentity) is a leaf of its own.
     key.reserve(key.size() + identity.size());
-    for (char c : identity) key.push_back(std::uintptr_t(c != 0));
+    for (char c : identity) key.push_back(std::uintptr_t(static_cast<unsigned char>(c)));
     return key;
   }
 
-  // factor() on the prepared input, replayed from a graph where FactorGraph says so. Not with the trace (its events
-  // synchronize per operation), the look-ahead lanes (work on other streams), a legacy or per-thread default stream
-  // (which cannot be captured) or a stream the caller is capturing itself.
+  // Whether factorQueued may capture or replay on stream s: not with the trace (its events synchronize per
+  // operation) or the look-ahead lanes (work on other streams); not on the legacy or per-thread default stream, nor on
+  // a blocking stream (while it is captured, any use of the legacy stream, by any thread, would be invalid), nor on
+  // a stream the caller is capturing itself.
+  bool graphable(const CudaOps<S>& ops, cudaStream_t s) const {
+    if (!graphReplayEnabled() || ops.trace || ops.laneCount > 0 || s == nullptr || s == cudaStreamLegacy ||
+        s == cudaStreamPerThread)
+      return false;
+    unsigned flags = 0;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamGetFlags(s, &flags) != cudaSuccess || cudaStreamIsCapturing(s, &capturing) != cudaSuccess) {
+      cudaGetLastError();  // (only the queries' own errors)
+      return false;
+    }
+    return (flags & cudaStreamNonBlocking) != 0 && capturing == cudaStreamCaptureStatusNone;
+  }
+
+  // factor() on the prepared input, replayed from a graph where FactorGraph says so (graphable).
   void factorQueued(const CudaOps<S>& ops, const std::vector<char>& identity, S* colScale, bool scaled) {
     auto queue = [&] {
       CudaOps<S> o = ops;  // (each run from the same ops)
@@ -486,11 +510,7 @@ class CudaQRState final : public QRState<S> {
              identity.empty() ? nullptr : identity.data(), &m_blocks, scaled);
     };
     const cudaStream_t s = stream();
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    if (!graphReplayEnabled() || ops.trace || ops.laneCount > 0 || s == nullptr || s == cudaStreamLegacy ||
-        s == cudaStreamPerThread || cudaStreamIsCapturing(s, &capturing) != cudaSuccess ||
-        capturing != cudaStreamCaptureStatusNone) {
-      cudaGetLastError();
+    if (!graphable(ops, s)) {
       queue();
       return;
     }
@@ -507,10 +527,13 @@ class CudaQRState final : public QRState<S> {
     }
     // The same work once more, recorded while the GPU runs the direct work queued above. Both produce the same
     // host-side results; the direct run's are kept whether or not the capture succeeds.
-    const std::vector<Index> blocks = m_blocks;
+    struct Restore {  // the direct run's block list, whatever the capture does
+      std::vector<Index>& target;
+      std::vector<Index> saved;
+      ~Restore() { target.swap(saved); }
+    } restore{m_blocks, m_blocks};
     m_blocks.clear();
     m_graph.capture(key, s, queue, [&] { return FactorGraph::Host(m_blocks.begin(), m_blocks.end()); });
-    m_blocks = blocks;
   }
 
   void finishFactor(const CudaOps<S>& ops) {

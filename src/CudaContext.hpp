@@ -214,13 +214,16 @@ class CudaContext {
     // An explicit workspace (cublasSetStream resets it to the default pool): captured into a graph (FactorGraph),
     // GEMMs on the default pool add memory nodes of their own (16384^2 FP16x3: 9666 nodes against 8024 with it),
     // which made the capture and the instantiation 1.6x slower (H200, bench/results/logs/2026-11-28-h200-graph-replay.log).
-    // The size is NVIDIA's recommendation (cublasSetWorkspace: 32 MiB on Hopper, 4 MiB before).
-    if (m_blasWorkspace.capacity() == 0) {
-      int major = 0;
-      TCQR_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_device));
-      m_blasWorkspace.reserve(Index(major >= 9 ? 32 : 4) << 20);
+    // The size is NVIDIA's recommendation (cublasSetWorkspace: 32 MiB on Hopper, 4 MiB before). With TCQR_GRAPH=0
+    // the handle keeps cuBLAS's own pool, as before graph replay.
+    if (graphReplayEnabled()) {
+      if (m_blasWorkspace.capacity() == 0) {
+        int major = 0;
+        TCQR_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_device));
+        m_blasWorkspace.reserve(Index(major >= 9 ? 32 : 4) << 20);
+      }
+      TCQR_CHECK(cublasSetWorkspace(m_blas, m_blasWorkspace.get(), size_t(m_blasWorkspace.capacity())));
     }
-    TCQR_CHECK(cublasSetWorkspace(m_blas, m_blasWorkspace.get(), size_t(m_blasWorkspace.capacity())));
     TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
   }
 

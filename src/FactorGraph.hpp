@@ -47,17 +47,23 @@ class FactorGraph {
   static constexpr int kGraphs = 4;
   static constexpr int kDirectRuns = 2;
 
-  FactorGraph() = default;
+  FactorGraph() { m_entries.reserve(kGraphs); }  // (so that adding an entry cannot throw)
   FactorGraph(const FactorGraph&) = delete;
   FactorGraph& operator=(const FactorGraph&) = delete;
   ~FactorGraph() { clear(); }
 
   /// Launches the graph of `key` on `stream` and returns its host-side results; null (nothing queued) when there
-  /// is no graph of `key`.
+  /// is no graph of `key`, or when its launch failed (the graph is then dropped and its key not captured again).
   const Host* replay(const Key& key, cudaStream_t stream) {
     Entry* e = find(key);
     if (e == nullptr) return nullptr;
-    TCQR_CHECK(cudaGraphLaunch(e->exec, stream));
+    if (cudaGraphLaunch(e->exec, stream) != cudaSuccess) {
+      cudaGetLastError();
+      TCQR_CHECK_NOTHROW(cudaGraphExecDestroy(e->exec));
+      m_entries.erase(m_entries.begin() + (e - m_entries.data()));
+      fail(key);
+      return nullptr;
+    }
     ++g_graphReplays;
     e->used = ++m_clock;
     return &e->host;
@@ -88,7 +94,11 @@ class FactorGraph {
   template <class Queue, class HostResults>
   bool capture(const Key& key, cudaStream_t stream, Queue&& queue, HostResults&& host) {
     const auto t0 = std::chrono::steady_clock::now();
-    TCQR_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();
+      fail(key);
+      return false;
+    }
     cudaGraph_t graph = nullptr;
     try {
       queue();
@@ -117,6 +127,13 @@ class FactorGraph {
       fail(key);
       return false;
     }
+    Host results;
+    try {
+      results = host();
+    } catch (...) {
+      TCQR_CHECK_NOTHROW(cudaGraphExecDestroy(exec));
+      throw;
+    }
     Entry* slot = nullptr;
     if (static_cast<int>(m_entries.size()) < kGraphs) {
       m_entries.emplace_back();
@@ -128,7 +145,7 @@ class FactorGraph {
     }
     slot->key = key;
     slot->exec = exec;
-    slot->host = host();
+    slot->host = std::move(results);
     slot->used = ++m_clock;
     ++g_graphCaptures;
     return true;

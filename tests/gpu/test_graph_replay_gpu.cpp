@@ -3,9 +3,11 @@
 // replayed result must equal, bit for bit, what a fresh object (whose first factorization is always queued directly)
 // computes from the same matrix: the graph holds the same kernels with the same arguments. The library's counters
 // (graphCaptures, graphReplays) show that the capture and the replays happened, so these checks cannot pass by never
-// replaying. Covered: every float mode and FP64; the leaf choices changing between calls (a zero column), a NaN
-// input in a replayed call, a tunable read per factorization (TCQR_MAX_MERGED_COLS), a precision change, more
-// shapes than the object keeps graphs for, computeOnDevice on a caller's stream, solve() after a replay.
+// replaying. Covered: every float mode and FP64; the leaf choices changing between calls (a zero column; certain
+// against possible identity reflectors), a NaN input in a replayed call, tunables read per factorization
+// (TCQR_MAX_MERGED_COLS, TCQR_X3_PAIRED), a precision change that keeps the buffers, more shapes than the object
+// keeps graphs for, square matrices with cuSOLVER's panels, a copy of a replayed factorization, computeOnDevice on a
+// caller's non-blocking stream (replayed) and blocking stream (never captured), solve() after a replay.
 // Exits 77 (CTest: skipped) without a CUDA device.
 #include "common/TestConfig.h"
 
@@ -41,17 +43,18 @@ using QR = Eigen::TensorCoreHouseholderQR<M>;
 
 /// The factorization of A by a fresh object: queued directly, never from a graph.
 template <typename M>
-QR<M> fresh(const M& A, Precision p) {
+QR<M> fresh(const M& A, Precision p, tcqr::Panel panel = tcqr::Panel::Auto) {
   QR<M> qr;
   qr.setBackend(Backend::Cuda).setPrecision(p);
+  qr.setPanel(panel);
   qr.compute(A);
   return qr;
 }
 
 /// qr (which factored A) equals a fresh object's factorization of A bit for bit, and its info().
 template <typename M>
-void checkSameAsFresh(const QR<M>& qr, const M& A, Precision p) {
-  const QR<M> ref = fresh(A, p);
+void checkSameAsFresh(const QR<M>& qr, const M& A, Precision p, tcqr::Panel panel = tcqr::Panel::Auto) {
+  const QR<M> ref = fresh(A, p, panel);
   REQUIRE(qr.info() == ref.info());
   CHECK(qr.activePrecision() == ref.activePrecision());
   if (ref.info() != Eigen::Success) return;
@@ -141,13 +144,106 @@ TEST_SUITE("gpu") {
     CHECK(graphReplays() == replays + 2);
     checkSameAsFresh(qr, D, p);
 
-    // A precision change: the other mode's key.
+    // A precision change that keeps every buffer (FP16 to BF16: the same converted sizes): the mode is in the key.
     if (std::is_same<Scalar, float>::value) {
-      qr.setPrecision(Precision::TF32);
+      qr.setPrecision(Precision::FP16);
+      for (int call = 0; call < 4; ++call) {
+        const M E = uniformMatrix<Scalar>(m, n);
+        qr.compute(E);
+        checkSameAsFresh(qr, E, Precision::FP16);
+      }
+      const long before = graphReplays();
+      CHECK(before == replays + 3);  // the FP16 key's fourth call
+      qr.setPrecision(Precision::BF16);
       const M E = uniformMatrix<Scalar>(m, n);
       qr.compute(E);
+      CHECK(graphReplays() == before);
+      checkSameAsFresh(qr, E, Precision::BF16);
+
+      // A per-call tunable of the x3 modes (TCQR_X3_PAIRED, read on every product).
+      qr.setPrecision(Precision::FP16x3);
+      for (int call = 0; call < 4; ++call) qr.compute(uniformMatrix<Scalar>(m, n));
+      const long x3 = graphReplays();
+      CHECK(x3 == before + 1);
+      const ScopedEnv paired("TCQR_X3_PAIRED", "0");
+      const M F = uniformMatrix<Scalar>(m, n);
+      qr.compute(F);
+      CHECK(graphReplays() == x3);
+      checkSameAsFresh(qr, F, Precision::FP16x3);
+    }
+  }
+
+  TEST_CASE_TEMPLATE("graph replay: identity-reflector columns, certain and possible, are told apart", Scalar, float,
+                     double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    const Eigen::Index m = 640, n = 600;
+    const Precision p = Precision::Default;
+    // A: columns 0 and 1 are zero below row 1, so column 1 certainly gets the identity (nothing is computed for it).
+    // B: column 0 is dense and column 1 zero below row 1: column 1 may get the identity (a one-column leaf of its
+    // own, since reflector 0 fills its tail in). Both flag column 1, with different flags and different work.
+    auto makeA = [&] {
+      M A = uniformMatrix<Scalar>(m, n);
+      A.block(2, 0, m - 2, 2).setZero();
+      return A;
+    };
+    auto makeB = [&] {
+      M B = uniformMatrix<Scalar>(m, n);
+      B.block(2, 1, m - 2, 1).setZero();
+      return B;
+    };
+    for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Tsqr}) {
+      INFO("panel " << int(panel));
+      QR<M> qr;
+      qr.setBackend(Backend::Cuda);
+      qr.setPanel(panel);
+      const long replays = graphReplays();
+      for (int call = 0; call < 5; ++call) {
+        const M A = makeA();
+        qr.compute(A);
+        checkSameAsFresh(qr, A, p, panel);
+      }
       CHECK(graphReplays() == replays + 2);
-      checkSameAsFresh(qr, E, Precision::TF32);
+      for (int call = 0; call < 5; ++call) {  // B's own key: two direct runs, a capture, two replays
+        const M B = makeB();
+        qr.compute(B);
+        checkSameAsFresh(qr, B, p, panel);
+      }
+      CHECK(graphReplays() == replays + 4);
+      const M A = makeA();
+      qr.compute(A);  // A's graph again
+      CHECK(graphReplays() == replays + 5);
+      checkSameAsFresh(qr, A, p, panel);
+    }
+  }
+
+  TEST_CASE_TEMPLATE("graph replay: square matrices, cuSOLVER panels, copies", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    const Precision p = Precision::Default;
+    for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Geqrf}) {
+      INFO("panel " << int(panel));
+      QR<M> qr;
+      qr.setBackend(Backend::Cuda);
+      qr.setPanel(panel);
+      const long replays = graphReplays();
+      for (int call = 0; call < 6; ++call) {
+        const M A = conditionedMatrix<Scalar>(576, 576, Spectrum::Arithmetic, 1e2);
+        qr.compute(A);
+        checkSameAsFresh(qr, A, p, panel);
+      }
+      CHECK(graphReplays() == replays + 3);
+      // A copy of a replayed factorization, and the original replaying on.
+      const M A = uniformMatrix<Scalar>(576, 576);
+      qr.compute(A);
+      const QR<M> copy = qr;
+      const M B = uniformMatrix<Scalar>(576, 2);
+      CHECK((copy.matrixQR().array() == qr.matrixQR().array()).all());
+      CHECK((copy.solve(B).array() == fresh(A, p, panel).solve(B).array()).all());
+      const M C = uniformMatrix<Scalar>(576, 576);
+      qr.compute(C);
+      CHECK(graphReplays() == replays + 5);
+      checkSameAsFresh(qr, C, p, panel);
     }
   }
 
@@ -180,7 +276,7 @@ TEST_SUITE("gpu") {
         checkSameAsFresh(qr, A, Precision::Default);
       }
     }
-    CHECK(graphReplays() - replays >= 4);
+    CHECK(graphReplays() - replays == 4);
   }
 
   TEST_CASE_TEMPLATE("graph replay: computeOnDevice on a caller's stream", Scalar, float, double) {
@@ -203,6 +299,23 @@ TEST_SUITE("gpu") {
         checkSameAsFresh(qr, A, Precision::Default);
       }
       CHECK(graphReplays() - replays == 2);
+    }
+    cudaStreamDestroy(s);
+    // A blocking stream is never captured (while it is, any use of the legacy stream by any thread would fail).
+    REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+    {
+      QR<M> qr;
+      qr.setBackend(Backend::Cuda);
+      const long captures = graphCaptures(), replays = graphReplays();
+      for (int call = 0; call < 5; ++call) {
+        const M A = uniformMatrix<Scalar>(m, n);
+        REQUIRE(cudaMemcpyAsync(dA.p, A.data(), sizeof(Scalar) * m * n, cudaMemcpyHostToDevice, s) == cudaSuccess);
+        qr.computeOnDevice(dA.p, m, n, m, s);
+        REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+        checkSameAsFresh(qr, A, Precision::Default);
+      }
+      CHECK(graphCaptures() == captures);
+      CHECK(graphReplays() == replays);
     }
     cudaStreamDestroy(s);
   }
