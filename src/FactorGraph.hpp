@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -25,7 +24,7 @@ inline long graphReplays() noexcept { return g_graphReplays.load(); }
 /// \internal
 /// Replays the recursion of a factorization whose key (shape, mode, the host's leaf choices, every buffer address
 /// and tunable the queued work depends on) was seen before from a CUDA graph, instead of queueing its thousands of
-/// launches one by one (CudaQRState::runFactor; docs/DESIGN.md "Graph replay"). The policy, per key:
+/// launches one by one (CudaQRState::factorQueued; docs/DESIGN.md "Graph replay"). The policy, per key:
 ///   - the first kDirectRuns factorizations: queued directly (ranDirectly counts the key as it stands afterwards:
 ///     buffers may grow on the way);
 ///   - the next one: queued directly, and then also captured (capture: recorded, not run) and instantiated;
@@ -157,8 +156,6 @@ class FactorGraph {
     m_seen.clear();
     m_failed.clear();
   }
-  /// Graphs held (for tests).
-  int size() const noexcept { return static_cast<int>(m_entries.size()); }
 
  private:
   struct Entry {
