@@ -3,11 +3,13 @@
 // bracketed by a pair of CUDA events on its stream, and after the computation the state prints, to stderr, the GPU
 // time per kind of operation, their sum, and the time from the first event to the last. The difference of the last
 // two is time the GPU spent between operations (launch latency, host-side work such as cuBLAS's heuristics). Events
-// do not serialise the stream; the report synchronises once, after the computation. Nsight Systems is not available on
+// do not serialise the stream; the report synchronises once, after the computation. It also lists the operations
+// that held the host for a millisecond or more (the first use of a kernel in a process loads it). Nsight Systems is not available on
 // the machines this was written for, hence a tracer of our own.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,11 +42,14 @@ class OpTrace {
     if (m_depth++ > 0) return;
     m_label = label;
     m_flops = flops;
+    m_hostStart = Clock::now();
     m_start = record(s);
   }
   void end(cudaStream_t s) {
     if (--m_depth > 0) return;
-    m_records.push_back({m_label, m_start, record(s), m_flops});
+    cudaEvent_t stop = record(s);
+    const double hostMs = std::chrono::duration<double, std::milli>(Clock::now() - m_hostStart).count();
+    m_records.push_back({m_label, m_start, stop, m_flops, hostMs});
   }
 
   /// Waits for the recorded events, prints the summary headed by `title` to stderr, and starts over.
@@ -82,15 +87,35 @@ class OpTrace {
         std::fprintf(stderr, " %9.3f Tflop %7.1f TFLOP/s", r.second.flops * 1e-12, r.second.flops / r.second.ms * 1e-9);
       std::fprintf(stderr, "\n");
     }
+    // The operations that held the host longest (queueing one should take microseconds; the first use of a kernel
+    // in a process loads it, which shows here: a process's first factorizations).
+    std::vector<size_t> slow;
+    for (size_t i = 0; i < m_records.size(); ++i)
+      if (m_records[i].hostMs >= kSlowHostMs) slow.push_back(i);
+    std::sort(slow.begin(), slow.end(), [&](size_t a, size_t b) { return m_records[a].hostMs > m_records[b].hostMs; });
+    double slowSum = 0;
+    for (size_t i : slow) slowSum += m_records[i].hostMs;
+    if (!slow.empty())
+      std::fprintf(stderr, "tcqr trace: %zu operations held the host >= %.1f ms each, %.3f ms in all; the longest:\n",
+                   slow.size(), kSlowHostMs, slowSum);
+    for (size_t j = 0; j < slow.size() && j < kSlowListed; ++j) {
+      const Record& r = m_records[slow[j]];
+      std::fprintf(stderr, "tcqr trace:   #%-5zu %-32s host %8.3f ms, %9.0f flop\n", slow[j], r.label, r.hostMs,
+                   r.flops);
+    }
     m_records.clear();
     m_used = 0;
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr double kSlowHostMs = 1.0;
+  static constexpr size_t kSlowListed = 12;
   struct Record {
     const char* label;
     cudaEvent_t start, stop;
     double flops;
+    double hostMs;  ///< host time from begin to end (queueing, and whatever the calls inside waited for)
   };
   cudaEvent_t record(cudaStream_t s) {
     if (m_used == m_pool.size()) {
@@ -109,6 +134,7 @@ class OpTrace {
   int m_depth = 0;
   const char* m_label = "";
   double m_flops = 0;
+  Clock::time_point m_hostStart;
   cudaEvent_t m_start = nullptr;
 };
 
