@@ -14,6 +14,7 @@
 #include "CudaContext.hpp"
 #include "CudaOps.hpp"
 #include "FactorGraph.hpp"
+#include "StatePool.hpp"
 #include "Tunables.hpp"
 #include "tcqr/detail/QRState.h"
 
@@ -59,6 +60,15 @@ void checkNoThrow(cudaError_t s, const char* call, const char* file, int line) n
 namespace {
 
 template <typename S>
+class CudaQRState;
+/// A state for a new object (or a copy): an idle one from StatePool, else a new one.
+template <typename S>
+std::unique_ptr<CudaQRState<S>> takeOrMakeState();
+/// The QRState an object owns: `state` wrapped so that its destruction hands it to StatePool.
+template <typename S>
+std::unique_ptr<QRState<S>> pooled(std::unique_ptr<CudaQRState<S>> state);
+
+template <typename S>
 class CudaQRState final : public QRState<S> {
  public:
   // The context (first member) is built first; if a buffer below fails, the members built so far are destroyed,
@@ -78,7 +88,7 @@ class CudaQRState final : public QRState<S> {
 
   std::unique_ptr<QRState<S>> clone() const override {
     DeviceGuard g(m_ctx.device());
-    std::unique_ptr<CudaQRState> c(new CudaQRState());
+    std::unique_ptr<CudaQRState> c = takeOrMakeState<S>();
     c->m_nb = m_nb;
     c->m_panel = m_panel;
     c->setPrecision(m_precision);
@@ -95,7 +105,43 @@ class CudaQRState final : public QRState<S> {
     c->m_blocks = m_blocks;  // T's block structure goes with T
     std::memcpy(c->m_hostFlags.get(), m_hostFlags.get(), 2 * sizeof(int));
     synchronize();  // the copies were queued on this object's stream
-    return std::unique_ptr<QRState<S>>(c.release());
+    return pooled(std::move(c));
+  }
+
+  int device() const noexcept { return m_ctx.device(); }
+
+  /// Device memory held by the state's buffers and workspaces (StatePool's bound).
+  std::size_t deviceBytes() const noexcept {
+    const auto n = [](Index count, std::size_t size) { return static_cast<std::size_t>(count) * size; };
+    return n(m_a.capacity() + m_t.capacity() + m_tau.capacity() + m_scratch.capacity() + m_rhs.capacity() +
+                 m_colScale.capacity(),
+             sizeof(S)) +
+           n(m_conversion.buffer.capacity() + m_partials.buffer.capacity() + m_work.capacity(), 1) +
+           n(m_flags.capacity(), sizeof(int)) + n(m_lastRow.device.capacity(), sizeof(std::uint32_t)) +
+           m_ctx.deviceBytes();
+  }
+
+  /// Makes this state what a new object's is (the front end then applies its settings), keeping the handles,
+  /// streams, device buffers and graphs for StatePool: waits for the work queued so far, leaves the caller's stream
+  /// (which may be destroyed once its object is), and frees the pinned staging buffer (host memory is not pooled).
+  /// False when that failed (e.g. a sticky CUDA error): the state is then destroyed instead.
+  bool recycle() noexcept {
+    try {
+      DeviceGuard g(m_ctx.device());
+      m_ctx.setStream(nullptr);  // waits for the caller's stream first
+      synchronize();
+      m_nb = 0;
+      m_panel = Panel::Auto;
+      setPrecision(Precision::Default);
+      m_rows = m_cols = 0;
+      m_mode = Precision::Default;
+      m_blocks.clear();
+      m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
+      m_stage.release();
+      return true;
+    } catch (...) {
+      return false;
+    }
   }
 
   S* staging(Index count) override {
@@ -327,7 +373,7 @@ class CudaQRState final : public QRState<S> {
     const Precision mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Cuda, rows, cols);
     if (m_precision == Precision::Default && mode == Precision::FP16x3) {
       try {
-        allocateIn(rows, cols, mode);
+        allocateOrRelease(rows, cols, mode);
         return;
       } catch (const Error& e) {
         if (!e.isOutOfMemory()) throw;
@@ -335,7 +381,17 @@ class CudaQRState final : public QRState<S> {
       allocateIn(rows, cols, Precision::FP32);
       return;
     }
-    allocateIn(rows, cols, mode);
+    allocateOrRelease(rows, cols, mode);
+  }
+  // allocateIn, and once more after freeing StatePool's idle states if the device was out of memory: memory kept for
+  // later objects must not make this one fail.
+  void allocateOrRelease(Index rows, Index cols, Precision mode) {
+    try {
+      allocateIn(rows, cols, mode);
+    } catch (const Error& e) {
+      if (!e.isOutOfMemory() || StatePool::instance().release() == 0) throw;
+      allocateIn(rows, cols, mode);
+    }
   }
 
   // Sizes every buffer a factorization of rows x cols in `mode` needs. On failure (out of memory) all device memory
@@ -567,11 +623,86 @@ class CudaQRState final : public QRState<S> {
   FactorGraph m_graph;  // the recursion's graphs (factorQueued)
 };
 
+/// \internal
+/// The QRState of one object: forwards every call to its CudaQRState and, when the object is destroyed, hands the
+/// state to StatePool for the next object (CudaQRState::recycle) instead of destroying it.
+template <typename S>
+class PooledCudaQRState final : public QRState<S> {
+ public:
+  explicit PooledCudaQRState(std::unique_ptr<CudaQRState<S>> state) : m_s(std::move(state)) {}
+  ~PooledCudaQRState() override {
+    if (!m_s || !m_s->recycle()) return;  // (m_s, if any, is destroyed as before)
+    const int device = m_s->device();
+    const std::size_t bytes = m_s->deviceBytes();
+    StatePool::instance().give(m_s.release(), device, bytes);
+  }
+  PooledCudaQRState(const PooledCudaQRState&) = delete;
+  PooledCudaQRState& operator=(const PooledCudaQRState&) = delete;
+
+  // Every member of QRState, the ones with a default implementation included (the state's own are the CUDA ones).
+  Backend backend() const noexcept override { return m_s->backend(); }
+  std::unique_ptr<QRState<S>> clone() const override { return m_s->clone(); }
+  S* staging(Index count) override { return m_s->staging(count); }
+  void factorStaged(Index rows, Index cols) override { m_s->factorStaged(rows, cols); }
+  void factorHost(const S* A, Index rows, Index cols, Index ld) override { m_s->factorHost(A, rows, cols, ld); }
+  void factorDevice(const S* dA, Index rows, Index cols, Index ld, CUstream_st* stream) override {
+    m_s->factorDevice(dA, rows, cols, ld, stream);
+  }
+  Index rows() const noexcept override { return m_s->rows(); }
+  Index cols() const noexcept override { return m_s->cols(); }
+  bool inputNotFinite() const override { return m_s->inputNotFinite(); }
+  void copyQR(S* dst, Index ld) const override { m_s->copyQR(dst, ld); }
+  void copyTau(S* dst) const override { m_s->copyTau(dst); }
+  void copyDiagonal(S* dst) const override { m_s->copyDiagonal(dst); }
+  void applyQ(S* B, Index bRows, Index bCols, Index ldb, bool onLeft, bool transpose, Index length) override {
+    m_s->applyQ(B, bRows, bCols, ldb, onLeft, transpose, length);
+  }
+  void applyQHost(const S* src, Index lds, S* dst, Index ldd, Index bRows, Index bCols, bool onLeft, bool transpose,
+                  Index length) override {
+    m_s->applyQHost(src, lds, dst, ldd, bRows, bCols, onLeft, transpose, length);
+  }
+  void formQ(S* dst, Index qCols, Index ld, bool transpose, Index length) override {
+    m_s->formQ(dst, qCols, ld, transpose, length);
+  }
+  void solve(S* B, Index nrhs, Index ldb, bool transposed) override { m_s->solve(B, nrhs, ldb, transposed); }
+  void solveHost(const S* rhs, Index ldr, S* dst, Index ldd, Index nrhs, bool transposed) override {
+    m_s->solveHost(rhs, ldr, dst, ldd, nrhs, transposed);
+  }
+  const S* deviceQR() const override { return m_s->deviceQR(); }
+  const S* deviceTau() const override { return m_s->deviceTau(); }
+  void synchronize() const override { m_s->synchronize(); }
+  void setBlockSize(Index nb) override { m_s->setBlockSize(nb); }
+  Index blockSize() const noexcept override { return m_s->blockSize(); }
+  void setPanel(Panel panel) override { m_s->setPanel(panel); }
+  void setPrecision(Precision precision) override { m_s->setPrecision(precision); }
+  Precision activePrecision() const noexcept override { return m_s->activePrecision(); }
+  void setStream(CUstream_st* stream) override { m_s->setStream(stream); }
+
+ private:
+  std::unique_ptr<CudaQRState<S>> m_s;
+};
+
+template <typename S>
+std::unique_ptr<CudaQRState<S>> takeOrMakeState() {
+  int device = 0;
+  TCQR_CHECK(cudaGetDevice(&device));
+  if (CudaQRState<S>* s = StatePool::instance().take<CudaQRState<S>>(device))
+    return std::unique_ptr<CudaQRState<S>>(s);
+  return std::unique_ptr<CudaQRState<S>>(new CudaQRState<S>());
+}
+
+template <typename S>
+std::unique_ptr<QRState<S>> pooled(std::unique_ptr<CudaQRState<S>> state) {
+  return std::unique_ptr<QRState<S>>(new PooledCudaQRState<S>(std::move(state)));
+}
+
 }  // namespace
 
 template <typename S>
 std::unique_ptr<QRState<S>> makeCudaQRState() {
-  return std::unique_ptr<QRState<S>>(new CudaQRState<S>());
+  // (Without a usable device there is nothing to take: CudaContext's constructor reports NoDevice.)
+  if (!cudaDeviceAvailable()) return pooled(std::unique_ptr<CudaQRState<S>>(new CudaQRState<S>()));
+  return pooled(takeOrMakeState<S>());
 }
 template std::unique_ptr<QRState<float>> makeCudaQRState<float>();
 template std::unique_ptr<QRState<double>> makeCudaQRState<double>();
@@ -579,6 +710,8 @@ template std::unique_ptr<QRState<double>> makeCudaQRState<double>();
 }  // namespace detail
 
 bool builtWithCuda() noexcept { return true; }
+
+std::size_t releaseCachedDeviceMemory() noexcept { return detail::StatePool::instance().release(); }
 
 bool cudaDeviceAvailable() noexcept {
   static const bool available = [] {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
 
@@ -147,6 +148,13 @@ class CudaContext {
       if (conversionBytes > 0) l.conversion->buffer.reserve(conversionBytes);
       if (partialBytes > 0) l.partials->buffer.reserve(partialBytes);
     }
+  }
+  /// Device memory held here: the lanes' GEMM workspaces and cuBLAS's explicit workspace.
+  std::size_t deviceBytes() const noexcept {
+    std::size_t bytes = static_cast<std::size_t>(m_blasWorkspace.capacity());
+    for (size_t q = 0; q < m_lanes.size(); ++q)
+      bytes += static_cast<std::size_t>(m_laneConversion[q].buffer.capacity() + m_lanePartials[q].buffer.capacity());
+    return bytes;
   }
   /// Frees the lanes' GEMM workspaces (after a failed allocation; they grow again on demand).
   void releaseLaneBuffers() const noexcept {

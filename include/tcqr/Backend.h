@@ -2,6 +2,7 @@
 #ifndef TCQR_BACKEND_H
 #define TCQR_BACKEND_H
 
+#include <cstddef>
 #include <cstdint>
 
 // cudaStream_t is `struct CUstream_st*`; declaring the struct keeps CUDA headers out of user code while
@@ -97,6 +98,17 @@ bool builtWithCuda() noexcept;
 /// True when the library was built with CUDA and at least one CUDA device can be used.
 /// The answer is computed once per process.
 bool cudaDeviceAvailable() noexcept;
+
+/// Frees what destroyed TensorCoreHouseholderQR objects left for later ones and returns the bytes of device memory
+/// that held. On the CUDA backend an object's device buffers, cuBLAS/cuSOLVER handles, stream and captured graphs
+/// outlive it: the next object of the same scalar type on the same device takes them over instead of creating and
+/// allocating them again (and replays the graphs its predecessor recorded), so code that builds a new object per
+/// factorization runs as fast as code that reuses one. At most 4 such states and 1/8 of the device's memory are kept
+/// per device (TCQR_POOL=0 keeps none); the library frees them itself when one of its own allocations finds the device
+/// out of memory, but memory the rest of the program allocates does not. Call this to give that memory back, e.g.
+/// before handing the GPU to another library (CUDA's own cudaDeviceReset() is safe: what it destroyed is dropped).
+/// Thread-safe; 0 in a build without CUDA.
+std::size_t releaseCachedDeviceMemory() noexcept;
 
 /// Below this number of matrix entries Backend::Auto stays on the host: a kernel launch and a PCIe round trip
 /// cost more than Eigen's whole factorization there.

@@ -26,5 +26,6 @@ template std::unique_ptr<TallSkinnyState<double>> makeCudaTallSkinnyState<double
 
 bool builtWithCuda() noexcept { return false; }
 bool cudaDeviceAvailable() noexcept { return false; }
+std::size_t releaseCachedDeviceMemory() noexcept { return 0; }
 
 }  // namespace tcqr

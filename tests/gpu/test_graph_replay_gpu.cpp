@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -41,10 +42,18 @@ namespace {
 template <typename M>
 using QR = Eigen::TensorCoreHouseholderQR<M>;
 
+/// A new object with a new state: destroyed objects' states (kept for later objects, with their graphs) are freed
+/// first, so that the object's first factorizations are queued directly.
+template <typename M>
+QR<M> newObject() {
+  tcqr::releaseCachedDeviceMemory();
+  return QR<M>();
+}
+
 /// The factorization of A by a fresh object: queued directly, never from a graph.
 template <typename M>
 QR<M> fresh(const M& A, Precision p, tcqr::Panel panel = tcqr::Panel::Auto) {
-  QR<M> qr;
+  QR<M> qr = newObject<M>();
   qr.setBackend(Backend::Cuda).setPrecision(p);
   qr.setPanel(panel);
   qr.compute(A);
@@ -78,7 +87,7 @@ TEST_SUITE("gpu") {
     using M = Mat<Scalar>;
     for (Precision p : modesOf<Scalar>()) {
       INFO("mode " << tcqr::precisionName(p));
-      QR<M> qr;
+      QR<M> qr = newObject<M>();
       qr.setBackend(Backend::Cuda).setPrecision(p);
       const long captures = graphCaptures(), replays = graphReplays();
       for (int call = 0; call < 5; ++call) {
@@ -104,7 +113,7 @@ TEST_SUITE("gpu") {
     TCQR_RANDOM_SEED();
     using M = Mat<Scalar>;
     const Precision p = Precision::Default;
-    QR<M> qr;
+    QR<M> qr = newObject<M>();
     qr.setBackend(Backend::Cuda);
     const Eigen::Index m = 640, n = 600;
     for (int call = 0; call < 3; ++call) qr.compute(uniformMatrix<Scalar>(m, n));  // the third one captured
@@ -194,7 +203,7 @@ TEST_SUITE("gpu") {
     };
     for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Tsqr}) {
       INFO("panel " << int(panel));
-      QR<M> qr;
+      QR<M> qr = newObject<M>();
       qr.setBackend(Backend::Cuda);
       qr.setPanel(panel);
       const long replays = graphReplays();
@@ -223,7 +232,7 @@ TEST_SUITE("gpu") {
     const Precision p = Precision::Default;
     for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Geqrf}) {
       INFO("panel " << int(panel));
-      QR<M> qr;
+      QR<M> qr = newObject<M>();
       qr.setBackend(Backend::Cuda);
       qr.setPanel(panel);
       const long replays = graphReplays();
@@ -250,7 +259,7 @@ TEST_SUITE("gpu") {
   TEST_CASE_TEMPLATE("graph replay: more shapes than graphs kept, in turn", Scalar, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<Scalar>;
-    QR<M> qr;
+    QR<M> qr = newObject<M>();
     qr.setBackend(Backend::Cuda);
     // The largest first, so that the buffers do not grow (which drops every graph) after the first round.
     const std::vector<std::pair<Eigen::Index, Eigen::Index>> shapes = {
@@ -288,7 +297,7 @@ TEST_SUITE("gpu") {
     DeviceArray<Scalar> dA(size_t(m * n));
     REQUIRE(dA.p != nullptr);
     {
-      QR<M> qr;
+      QR<M> qr = newObject<M>();
       qr.setBackend(Backend::Cuda);
       const long replays = graphReplays();
       for (int call = 0; call < 5; ++call) {
@@ -304,7 +313,7 @@ TEST_SUITE("gpu") {
     // A blocking stream is never captured (while it is, any use of the legacy stream by any thread would fail).
     REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
     {
-      QR<M> qr;
+      QR<M> qr = newObject<M>();
       qr.setBackend(Backend::Cuda);
       const long captures = graphCaptures(), replays = graphReplays();
       for (int call = 0; call < 5; ++call) {
@@ -318,5 +327,124 @@ TEST_SUITE("gpu") {
       CHECK(graphReplays() == replays);
     }
     cudaStreamDestroy(s);
+  }
+
+  // ---- Destroyed objects' states kept for later objects (src/StatePool.hpp) ----
+
+  TEST_CASE_TEMPLATE("state pool: a new object per call takes over its predecessor's state and graphs", Scalar, float,
+                     double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    tcqr::releaseCachedDeviceMemory();
+    const long captures = graphCaptures(), replays = graphReplays();
+    const Scalar* storage = nullptr;
+    for (int call = 0; call < 6; ++call) {
+      INFO("call " << call);
+      const M A = conditionedMatrix<Scalar>(700, 520, Spectrum::Geometric, 1e3);
+      {
+        QR<M> qr(A, Backend::Cuda);  // the Eigen idiom: a new object for every matrix
+        if (call == 0)
+          storage = qr.deviceMatrixQR();
+        else
+          CHECK(qr.deviceMatrixQR() == storage);  // the same device buffers: the state was taken over
+        // (the fresh object's state is freed before it is made, and goes to the pool before this object's does, so
+        // the next object takes this one's)
+        checkSameAsFresh(qr, A, Precision::Default);
+      }
+      // As one object reused: calls 0 and 1 queued directly, call 2 also captured, calls 3 to 5 replayed.
+      CHECK(graphCaptures() - captures == (call >= 2 ? 1 : 0));
+      CHECK(graphReplays() - replays == (call >= 3 ? call - 2 : 0));
+    }
+    CHECK(tcqr::releaseCachedDeviceMemory() > 0);
+    CHECK(tcqr::releaseCachedDeviceMemory() == 0);
+  }
+
+  TEST_CASE_TEMPLATE("state pool: a taken-over state keeps none of its predecessor's settings or its stream", Scalar,
+                     float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    const Eigen::Index m = 900, n = 400;
+    tcqr::releaseCachedDeviceMemory();
+    cudaStream_t s = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    DeviceArray<Scalar> dA(size_t(m * n));
+    REQUIRE(dA.p != nullptr);
+    const M A = uniformMatrix<Scalar>(m, n);
+    REQUIRE(cudaMemcpy(dA.p, A.data(), sizeof(Scalar) * m * n, cudaMemcpyHostToDevice) == cudaSuccess);
+    const Scalar* storage = nullptr;
+    {
+      QR<M> qr;
+      qr.setBackend(Backend::Cuda).setPrecision(std::is_same<Scalar, double>::value ? Precision::FP64 : Precision::FP16);
+      qr.setBlockSize(64).setPanel(tcqr::Panel::Geqrf);
+      qr.computeOnDevice(dA.p, m, n, m, s);
+      qr.synchronize();
+      REQUIRE(qr.info() == Eigen::Success);
+      storage = qr.deviceMatrixQR();
+    }
+    REQUIRE(cudaStreamDestroy(s) == cudaSuccess);  // the kept state must not use it again
+    const M B = uniformMatrix<Scalar>(m, n);
+    QR<M> qr;
+    qr.setBackend(Backend::Cuda).compute(B);
+    CHECK(qr.deviceMatrixQR() == storage);  // taken over
+    CHECK(qr.precision() == Precision::Default);
+    // Default mode, block size and panel: bit for bit a fresh object's factorization (and its active mode).
+    checkSameAsFresh(qr, B, Precision::Default);
+    const M X = uniformMatrix<Scalar>(m, 2);
+    CHECK((qr.solve(X).array() == fresh(B, Precision::Default).solve(X).array()).all());
+  }
+
+  TEST_CASE("state pool: objects made and destroyed on several threads at once") {
+    TCQR_RANDOM_SEED();
+    using M = Mat<float>;
+    constexpr int kThreads = 4, kCalls = 6;
+    // Two shapes, so that states move between shapes too (the bits do not depend on what a state factored before:
+    // the householder suite's "whatever the object factored before").
+    std::vector<M> inputs, expected;
+    for (int t = 0; t < kThreads; ++t) {
+      inputs.push_back(uniformMatrix<float>(t % 2 ? 640 : 900, t % 2 ? 600 : 300));
+      expected.push_back(fresh(inputs.back(), Precision::Default).matrixQR());
+    }
+    tcqr::releaseCachedDeviceMemory();
+    std::vector<int> wrong(kThreads, 0);
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          for (int c = 0; c < kCalls; ++c) {
+            const QR<M> qr(inputs[size_t(t)], Backend::Cuda);
+            if (qr.info() != Eigen::Success || !(qr.matrixQR().array() == expected[size_t(t)].array()).all())
+              ++wrong[size_t(t)];
+          }
+        } catch (const std::exception& e) {
+          errors[size_t(t)] = e.what();
+        }
+      });
+    for (std::thread& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) {
+      INFO("thread " << t << ": " << errors[size_t(t)]);
+      CHECK(errors[size_t(t)].empty());
+      CHECK(wrong[size_t(t)] == 0);
+    }
+  }
+
+  // Last in this file: cudaDeviceReset() destroys the context, and with it the kept states' handles, streams and
+  // memory. The next object must not take one of them (StatePool checks the context's id) and must work.
+  TEST_CASE("state pool: after cudaDeviceReset() a new object starts afresh") {
+    TCQR_RANDOM_SEED();
+    using M = Mat<float>;
+    const M A = uniformMatrix<float>(700, 300);
+    M before;
+    {
+      const QR<M> qr(A, Backend::Cuda);
+      REQUIRE(qr.info() == Eigen::Success);
+      before = qr.matrixQR();
+    }  // its state is kept
+    REQUIRE(cudaDeviceReset() == cudaSuccess);
+    const QR<M> qr(A, Backend::Cuda);
+    REQUIRE(qr.info() == Eigen::Success);
+    CHECK((qr.matrixQR().array() == before.array()).all());
+    CHECK(tcqr::releaseCachedDeviceMemory() == 0);  // the dropped state was not freed (its context was gone)
+    CHECK(cudaGetLastError() == cudaSuccess);
   }
 }
