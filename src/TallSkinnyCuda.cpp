@@ -11,6 +11,7 @@
 
 #include "CudaContext.hpp"
 #include "CudaOps.hpp"
+#include "StatePool.hpp"
 #include "TallSkinny.hpp"
 #include "Tunables.hpp"
 #include "tcqr/detail/TallSkinnyState.h"
@@ -134,6 +135,35 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
 
   void setStream(CUstream_st* s) override { m_ctx.setStream(s); }
 
+  int device() const noexcept { return m_ctx.device(); }
+
+  /// Device memory held by the state's buffers and workspaces (StatePool's bound).
+  std::size_t deviceBytes() const noexcept {
+    const auto n = [](Index count, std::size_t size) { return static_cast<std::size_t>(count) * size; };
+    return n(m_a.capacity() + m_q.capacity() + m_r.capacity() + m_t.capacity() + m_tau.capacity() +
+                 m_scratch.capacity(),
+             sizeof(S)) +
+           n(m_work.capacity() + m_conversion.buffer.capacity(), 1) + n(m_flags.capacity(), sizeof(int)) +
+           n(m_lastRow.device.capacity(), sizeof(std::uint32_t)) + m_ctx.deviceBytes();
+  }
+
+  /// As CudaQRState::recycle: what a new object's state is, keeping handles, streams and device buffers; leaves the
+  /// caller's stream and frees the pinned staging buffer. False (the state is destroyed instead) on failure.
+  bool recycle() noexcept {
+    try {
+      DeviceGuard g(m_ctx.device());
+      m_ctx.setStream(nullptr);  // waits for the caller's stream first
+      synchronize();
+      m_rows = m_cols = 0;
+      m_what = 0;
+      m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
+      m_stage.release();
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
  private:
   // Panel width of the recursion (n > kTsqrMaxCols): the TSQR tile width, with Hybrid panels (the one-kernel panel
   // where a cluster holds it, TSQR for other panels of at least kTsqrAutoMinRows rows, cuSOLVER below), as
@@ -195,6 +225,18 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     m_rows = m_cols = 0;
     m_what = 0;
     try {
+      allocateBuffers(rows, cols, need, bufs, needT);
+    } catch (const Error& e) {
+      // Memory kept for later objects (StatePool) must not make this one fail: free it and try once more.
+      if (!e.isOutOfMemory() || StatePool::instance().release() == 0) throw;
+      allocateBuffers(rows, cols, need, bufs, needT);
+    }
+    m_rows = rows;
+    m_cols = cols;
+    m_what = what | 0x1u;
+  }
+  void allocateBuffers(Index rows, Index n, const Index* need, DeviceBuffer<S>* const* bufs, bool needT) {
+    try {
       for (int i = 0; i < 6; ++i) bufs[i]->reserve(need[i]);
       const Index splitK = std::is_same<S, float>::value ? splitKBytes(rows) : 0;
       if (splitK > m_conversion.buffer.capacity()) {
@@ -216,15 +258,12 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
       }
     } catch (...) {
       m_workQueried = std::make_pair(Index(-1), Index(-1));
-      for (DeviceBuffer<S>* b : bufs) b->release();
+      for (int i = 0; i < 6; ++i) bufs[i]->release();
       m_work.release();
       m_lastRow.device.release();
       m_conversion.buffer.release();
       throw;
     }
-    m_rows = rows;
-    m_cols = cols;
-    m_what = what | 0x1u;
   }
 
   // Factors m_a, or src when given (a TSQR path: the tile kernel reads it and flags NaN/Inf; m_a is then output only),
@@ -281,11 +320,65 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
 };
 
+/// \internal
+/// The TallSkinnyState of one object: forwards every call and hands the state to StatePool when the object is
+/// destroyed (as PooledCudaQRState, CudaBackend.cpp).
+template <typename S>
+class PooledCudaTallSkinnyState final : public TallSkinnyState<S> {
+ public:
+  explicit PooledCudaTallSkinnyState(std::unique_ptr<CudaTallSkinnyState<S>> state) : m_s(std::move(state)) {}
+  ~PooledCudaTallSkinnyState() override {
+    if (!m_s || !m_s->recycle()) return;  // (m_s, if any, is destroyed as before)
+    const int device = m_s->device();
+    const std::size_t bytes = m_s->deviceBytes();
+    StatePool::instance().give(m_s.release(), device, bytes);
+  }
+  PooledCudaTallSkinnyState(const PooledCudaTallSkinnyState&) = delete;
+  PooledCudaTallSkinnyState& operator=(const PooledCudaTallSkinnyState&) = delete;
+
+  // Every member of TallSkinnyState, computeHost (which has a default implementation) included.
+  Backend backend() const noexcept override { return m_s->backend(); }
+  S* staging(Index count) override { return m_s->staging(count); }
+  void computeStaged(Index rows, Index cols, unsigned what) override { m_s->computeStaged(rows, cols, what); }
+  void computeHost(const S* A, Index rows, Index cols, Index ld, unsigned what) override {
+    m_s->computeHost(A, rows, cols, ld, what);
+  }
+  void computeDevice(const S* dA, Index rows, Index cols, Index ld, unsigned what, CUstream_st* stream) override {
+    m_s->computeDevice(dA, rows, cols, ld, what, stream);
+  }
+  Index rows() const noexcept override { return m_s->rows(); }
+  Index cols() const noexcept override { return m_s->cols(); }
+  unsigned computed() const noexcept override { return m_s->computed(); }
+  bool inputNotFinite() const override { return m_s->inputNotFinite(); }
+  void copyR(S* dst, Index ld) const override { m_s->copyR(dst, ld); }
+  void copyThinQ(S* dst, Index ld) const override { m_s->copyThinQ(dst, ld); }
+  void copyQR(S* dst, Index ld) const override { m_s->copyQR(dst, ld); }
+  void copyTau(S* dst) const override { m_s->copyTau(dst); }
+  void copyT(S* dst, Index ld) const override { m_s->copyT(dst, ld); }
+  const S* deviceR() const override { return m_s->deviceR(); }
+  const S* deviceThinQ() const override { return m_s->deviceThinQ(); }
+  const S* deviceQR() const override { return m_s->deviceQR(); }
+  const S* deviceTau() const override { return m_s->deviceTau(); }
+  const S* deviceT() const override { return m_s->deviceT(); }
+  void synchronize() const override { m_s->synchronize(); }
+  void setStream(CUstream_st* stream) override { m_s->setStream(stream); }
+
+ private:
+  std::unique_ptr<CudaTallSkinnyState<S>> m_s;
+};
+
 }  // namespace
 
 template <typename S>
 std::unique_ptr<TallSkinnyState<S>> makeCudaTallSkinnyState() {
-  return std::unique_ptr<TallSkinnyState<S>>(new CudaTallSkinnyState<S>());
+  std::unique_ptr<CudaTallSkinnyState<S>> s;
+  if (cudaDeviceAvailable()) {  // (without a device there is nothing to take; the constructor reports NoDevice)
+    int device = 0;
+    TCQR_CHECK(cudaGetDevice(&device));
+    s.reset(StatePool::instance().take<CudaTallSkinnyState<S>>(device));
+  }
+  if (!s) s.reset(new CudaTallSkinnyState<S>());
+  return std::unique_ptr<TallSkinnyState<S>>(new PooledCudaTallSkinnyState<S>(std::move(s)));
 }
 template std::unique_ptr<TallSkinnyState<float>> makeCudaTallSkinnyState<float>();
 template std::unique_ptr<TallSkinnyState<double>> makeCudaTallSkinnyState<double>();

@@ -7,7 +7,10 @@
 // against possible identity reflectors), a NaN input in a replayed call, tunables read per factorization
 // (TCQR_MAX_MERGED_COLS, TCQR_X3_PAIRED), a precision change that keeps the buffers, more shapes than the object
 // keeps graphs for, square matrices with cuSOLVER's panels, a copy of a replayed factorization, computeOnDevice on a
-// caller's non-blocking stream (replayed) and blocking stream (never captured), solve() after a replay.
+// caller's non-blocking stream (replayed) and blocking stream (never captured), solve() after a replay. "Fresh" objects
+// free the states that destroyed objects left for later ones (src/StatePool.hpp) first, so that their first calls are
+// queued directly; the last cases test that pool: a new object per call taking over its predecessor's state and
+// graphs, settings and a destroyed stream not carried over, objects on four threads at once, cudaDeviceReset().
 // Exits 77 (CTest: skipped) without a CUDA device.
 #include "common/TestConfig.h"
 

@@ -1,6 +1,6 @@
 // test_tall_skinny_qr_gpu.cpp - Eigen::TensorCoreTallSkinnyQR on Backend::Cuda: every output mode against Eigen,
 // agreement with the Host backend (same tiling), computeOnDevice (padded input, user stream, device pointers), large
-// tree shapes. Exits 77 (CTest: skipped) without a CUDA device.
+// tree shapes, a new object taking over a destroyed one's state. Exits 77 (CTest: skipped) without a CUDA device.
 #include "common/TestConfig.h"
 
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -208,5 +208,43 @@ TEST_SUITE("gpu") {
     CHECK(backwardRatio<Scalar>(A, ts.thinQ(), ts.matrixR()) <= kRatioBound);
     both.setBackend(Backend::Cuda).compute(A, tcqr::ComputeThinQ | tcqr::ComputeWY);
     CHECK(relativeDifference(both.thinQ(), ts.thinQ()) <= 30 * epsOf<Scalar>());
+  }
+
+  // A destroyed object's CUDA state (handles, stream, buffers) is kept for the next object (src/StatePool.hpp).
+  TEST_CASE_TEMPLATE("GPU TallSkinnyQR: a new object per call takes over its predecessor's state", Scalar, float,
+                     double) {
+    TCQR_RANDOM_SEED();
+    const Index m = 40000, n = 64;
+    tcqr::releaseCachedDeviceMemory();
+    const Mat<Scalar> A = uniformMatrix<Scalar>(m, n);
+    DeviceMatrix<Scalar> dA(A, m);
+    cudaStream_t s = nullptr;
+    REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const Scalar* storage = nullptr;
+    Mat<Scalar> R0;
+    {
+      Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> ts;
+      ts.computeOnDevice(dA.p, m, n, m, s, tcqr::ComputeThinQ);
+      ts.synchronize();
+      REQUIRE(ts.info() == Eigen::Success);
+      storage = ts.deviceR();
+      R0 = ts.matrixR();
+    }
+    REQUIRE_CUDA(cudaStreamDestroy(s));  // the kept state must not use it again
+    Mat<Scalar> R1;
+    for (int call = 0; call < 3; ++call) {
+      INFO("call " << call);
+      const Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> ts(A, tcqr::ComputeThinQ);  // the object's own stream
+      REQUIRE(ts.info() == Eigen::Success);
+      CHECK(ts.activeBackend() == Backend::Cuda);
+      CHECK(ts.deviceR() == storage);  // the same device buffers: taken over
+      CHECK(relativeDifference(ts.matrixR(), R0) <= 100 * epsOf<Scalar>());
+      CHECK(orthogonalityRatio<Scalar>(ts.thinQ()) <= kRatioBound);
+      CHECK(backwardRatio<Scalar>(A, ts.thinQ(), ts.matrixR()) <= kRatioBound);
+      if (call == 0) R1 = ts.matrixR();
+      CHECK(ts.matrixR() == R1);  // run to run on the taken-over state
+    }
+    CHECK(tcqr::releaseCachedDeviceMemory() > 0);
+    CHECK(tcqr::releaseCachedDeviceMemory() == 0);
   }
 }
