@@ -96,7 +96,7 @@ class CudaQRState final : public QRState<S> {
     synchronize();
     // Sized for the storage precision: a copy only multiplies by Q and solves (in S, makeOps), and its next compute()
     // sizes its buffers again, so FP16x3's operand workspace (about twice the matrix) would be dead weight.
-    c->allocateIn(m_rows, m_cols, kStorageMode);
+    c->allocateOrRelease(m_rows, m_cols, kStorageMode);
     c->m_mode = m_mode;  // the mode the copied factorization ran in
     const Index k = std::min(m_rows, m_cols);
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
@@ -109,6 +109,7 @@ class CudaQRState final : public QRState<S> {
   }
 
   int device() const noexcept { return m_ctx.device(); }
+  unsigned long long contextId() const noexcept { return m_ctx.contextId(); }
 
   /// Device memory held by the state's buffers and workspaces (StatePool's bound).
   std::size_t deviceBytes() const noexcept {
@@ -123,8 +124,9 @@ class CudaQRState final : public QRState<S> {
 
   /// Makes this state what a new object's is (the front end then applies its settings), keeping the handles,
   /// streams, device buffers and graphs for StatePool: waits for the work queued so far, leaves the caller's stream
-  /// (which may be destroyed once its object is), and frees the pinned staging buffer (host memory is not pooled).
-  /// False when that failed (e.g. a sticky CUDA error): the state is then destroyed instead.
+  /// (which may be destroyed once its object is), forgets the tracer, and frees the pinned staging buffer (the one
+  /// host buffer the size of a matrix; the small pinned records stay). False when that failed (e.g. a sticky CUDA
+  /// error): the state is then destroyed instead.
   bool recycle() noexcept {
     try {
       DeviceGuard g(m_ctx.device());
@@ -138,6 +140,7 @@ class CudaQRState final : public QRState<S> {
       m_blocks.clear();
       m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
       m_stage.release();
+      m_ctx.dropTrace();
       return true;
     } catch (...) {
       return false;
@@ -228,12 +231,12 @@ class CudaQRState final : public QRState<S> {
     if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "applyQ", "applyQ: invalid reflector count");
     if (bRows * bCols == 0) return;
     DeviceGuard g(m_ctx.device());
-    S* dB = m_rhs.reserve(bRows * bCols);
+    S* dB = reserveOrRelease(m_rhs, bRows * bCols);
     // Both copies from and to pageable memory, staged by the driver; src has been read before the copy back starts
     // (same stream), so src may be dst.
     TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * bRows, src, sizeof(S) * lds, sizeof(S) * bRows, bCols,
                                  cudaMemcpyHostToDevice, stream()));
-    S* scratch = m_scratch.reserve(applyScratchSize(length, onLeft ? bCols : bRows));
+    S* scratch = reserveOrRelease(m_scratch, applyScratchSize(length, onLeft ? bCols : bRows));
     CudaOps<S> ops = makeOps();
     applyWYBlocks(ops, viewA().leftCols(length), viewT(), View<S>(dB, bRows, bCols, bRows), onLeft, transpose,
                   scratch, &m_blocks);
@@ -247,9 +250,9 @@ class CudaQRState final : public QRState<S> {
     if (length < 0 || length > k) throw Error(ErrorSource::Usage, 0, "formQ", "formQ: invalid reflector count");
     if (m_rows * qCols == 0) return;
     DeviceGuard g(m_ctx.device());
-    S* dQ = m_rhs.reserve(m_rows * qCols);
+    S* dQ = reserveOrRelease(m_rhs, m_rows * qCols);
     kernels::launchSetIdentity<S>(dQ, m_rows, m_rows, qCols, stream());
-    S* scratch = m_scratch.reserve(applyScratchSize(length, qCols));
+    S* scratch = reserveOrRelease(m_scratch, applyScratchSize(length, qCols));
     CudaOps<S> ops = makeOps();
     applyWYBlocks(ops, viewA().leftCols(length), viewT(), View<S>(dQ, m_rows, qCols, m_rows), true, transpose,
                   scratch, &m_blocks);
@@ -266,13 +269,13 @@ class CudaQRState final : public QRState<S> {
     const Index in = transposed ? m_cols : m_rows, out = transposed ? m_rows : m_cols;
     if (rowsB * nrhs == 0) return;
     DeviceGuard g(m_ctx.device());
-    S* dB = m_rhs.reserve(rowsB * nrhs);
+    S* dB = reserveOrRelease(m_rhs, rowsB * nrhs);
     // From and to pageable memory: the driver stages both copies. The copy back returns once it has completed, and
     // rhs has been read before it starts (same stream), so rhs and dst may overlap.
     if (in > 0)
       TCQR_CHECK(cudaMemcpy2DAsync(dB, sizeof(S) * rowsB, rhs, sizeof(S) * ldr, sizeof(S) * in, nrhs,
                                    cudaMemcpyHostToDevice, stream()));
-    S* scratch = m_scratch.reserve(solveScratchSize(m_rows, m_cols, nrhs));
+    S* scratch = reserveOrRelease(m_scratch, solveScratchSize(m_rows, m_cols, nrhs));
     CudaOps<S> ops = makeOps();
     detail::solve(ops, viewA(), viewT(), View<S>(dB, rowsB, nrhs, rowsB), transposed, scratch, &m_blocks);
     if (out > 0)
@@ -378,20 +381,19 @@ class CudaQRState final : public QRState<S> {
       } catch (const Error& e) {
         if (!e.isOutOfMemory()) throw;
       }
-      allocateIn(rows, cols, Precision::FP32);
+      allocateOrRelease(rows, cols, Precision::FP32);
       return;
     }
     allocateOrRelease(rows, cols, mode);
   }
-  // allocateIn, and once more after freeing StatePool's idle states if the device was out of memory: memory kept for
-  // later objects must not make this one fail.
+  // allocateIn, and once more after freeing the device's idle states (StatePool) if it was out of memory.
   void allocateOrRelease(Index rows, Index cols, Precision mode) {
-    try {
-      allocateIn(rows, cols, mode);
-    } catch (const Error& e) {
-      if (!e.isOutOfMemory() || StatePool::instance().release() == 0) throw;
-      allocateIn(rows, cols, mode);
-    }
+    StatePool::orRelease([&] { allocateIn(rows, cols, mode); });
+  }
+  // b.reserve(count), likewise.
+  template <typename T>
+  static T* reserveOrRelease(DeviceBuffer<T>& b, Index count) {
+    return StatePool::orRelease([&] { return b.reserve(count); });
   }
 
   // Sizes every buffer a factorization of rows x cols in `mode` needs. On failure (out of memory) all device memory
@@ -630,12 +632,7 @@ template <typename S>
 class PooledCudaQRState final : public QRState<S> {
  public:
   explicit PooledCudaQRState(std::unique_ptr<CudaQRState<S>> state) : m_s(std::move(state)) {}
-  ~PooledCudaQRState() override {
-    if (!m_s || !m_s->recycle()) return;  // (m_s, if any, is destroyed as before)
-    const int device = m_s->device();
-    const std::size_t bytes = m_s->deviceBytes();
-    StatePool::instance().give(m_s.release(), device, bytes);
-  }
+  ~PooledCudaQRState() override { giveToPool(m_s); }
   PooledCudaQRState(const PooledCudaQRState&) = delete;
   PooledCudaQRState& operator=(const PooledCudaQRState&) = delete;
 
@@ -688,7 +685,7 @@ std::unique_ptr<CudaQRState<S>> takeOrMakeState() {
   TCQR_CHECK(cudaGetDevice(&device));
   if (CudaQRState<S>* s = StatePool::instance().take<CudaQRState<S>>(device))
     return std::unique_ptr<CudaQRState<S>>(s);
-  return std::unique_ptr<CudaQRState<S>>(new CudaQRState<S>());
+  return std::unique_ptr<CudaQRState<S>>(StatePool::orRelease([] { return new CudaQRState<S>(); }));
 }
 
 template <typename S>

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "CudaOps.hpp"
+#include "StatePool.hpp"
 
 namespace tcqr {
 namespace detail {
@@ -37,6 +38,7 @@ class CudaContext {
                   "Backend::Cuda requested but no usable CUDA device is present");
     TCQR_CHECK(cudaGetDevice(&m_device));
     TCQR_CHECK(cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, m_device));
+    m_contextId = currentContextId();  // (the device's primary context, bound by the call above)
     try {
       TCQR_CHECK(cublasCreate(&m_blas));
       TCQR_CHECK(cusolverDnCreate(&m_solver));
@@ -58,6 +60,8 @@ class CudaContext {
   CudaContext& operator=(const CudaContext&) = delete;
 
   int device() const noexcept { return m_device; }
+  /// The id of the CUDA context everything here was created in (0: unknown; StatePool keeps no such state).
+  unsigned long long contextId() const noexcept { return m_contextId; }
   int multiprocessors() const noexcept { return m_sms; }
   cublasHandle_t blas() const noexcept { return m_blas; }
   cusolverDnHandle_t solver() const noexcept { return m_solver; }
@@ -187,6 +191,9 @@ class CudaContext {
     ops.trace = traced ? m_trace.get() : nullptr;
   }
 
+  /// Forgets the tracer (and whatever a computation that threw left in it), for a state's next owner.
+  void dropTrace() noexcept { m_trace.reset(); }
+
   /// With TCQR_TRACE=1: waits for the computation just queued and prints its per-operation GPU times (OpTrace.hpp).
   void reportTrace(const char* title) const {
     if (m_trace) m_trace->report(title);
@@ -252,6 +259,7 @@ class CudaContext {
   }
 
   int m_device = 0;
+  unsigned long long m_contextId = 0;
   int m_sms = 1;  ///< streaming multiprocessors of m_device
   cublasHandle_t m_blas = nullptr;
   DeviceBuffer<char> m_blasWorkspace;  ///< m_blas's workspace (applyStream)

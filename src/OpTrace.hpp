@@ -4,8 +4,8 @@
 // time per kind of operation, their sum, and the time from the first event to the last. The difference of the last
 // two is time the GPU spent between operations (launch latency, host-side work such as cuBLAS's heuristics). Events
 // do not serialise the stream; the report synchronises once, after the computation. It also lists the operations
-// that held the host for a millisecond or more (the first use of a kernel in a process loads it). Nsight Systems is not available on
-// the machines this was written for, hence a tracer of our own.
+// that held the host for a millisecond or more (the first use of a kernel in a process loads it). Nsight Systems is
+// not available on the machines this was written for, hence a tracer of our own.
 #pragma once
 
 #include <algorithm>
@@ -42,14 +42,13 @@ class OpTrace {
     if (m_depth++ > 0) return;
     m_label = label;
     m_flops = flops;
-    m_hostStart = Clock::now();
     m_start = record(s);
+    m_hostStart = Clock::now();  // (after the event: creating one, while the pool grows, is not the operation's)
   }
   void end(cudaStream_t s) {
     if (--m_depth > 0) return;
-    cudaEvent_t stop = record(s);
     const double hostMs = std::chrono::duration<double, std::milli>(Clock::now() - m_hostStart).count();
-    m_records.push_back({m_label, m_start, stop, m_flops, hostMs});
+    m_records.push_back({m_label, m_start, record(s), m_flops, hostMs});
   }
 
   /// Waits for the recorded events, prints the summary headed by `title` to stderr, and starts over.

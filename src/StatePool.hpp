@@ -3,14 +3,17 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
 
-#include <cuda.h>  // CUresult and CUcontext only: the two driver calls are fetched through the runtime (no libcuda link)
+// CUresult and CUcontext only: the two driver calls are fetched through the runtime (no libcuda link).
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include "Tunables.hpp"
+#include "tcqr/Error.h"
 
 namespace tcqr {
 namespace detail {
@@ -63,16 +66,18 @@ inline bool statePoolEnabled() {
 /// \internal
 /// Destroyed objects' CUDA states (handles, streams, device buffers, captured graphs), kept so that the next object
 /// of the same kind on the same device starts from them instead of creating and allocating everything again, and
-/// replays the graphs its predecessor captured (docs/DESIGN.md "Objects share their predecessors' states"). This is
-/// what an Eigen program that builds a new decomposition object in every call (`A.householderQr().solve(b)` style)
-/// needs to run at the speed of a reused object.
+/// replays the graphs its predecessor captured (docs/DESIGN.md "Destroyed objects' states"). This is what an Eigen
+/// program that builds a new decomposition object in every call (`A.householderQr().solve(b)` style) needs to run at
+/// the speed of a reused object.
 ///
-/// Bounded per device: at most kMaxIdle states and 1/kBudgetShare of the device's memory; a state larger than that
-/// is destroyed as before, and the oldest idle states make room for a newer one. release() (the public
-/// tcqr::releaseCachedDeviceMemory()) destroys them all, and the states' own allocations call it and try once more
-/// when the device is out of memory. The pool itself is never destroyed (a static destructor would run after the CUDA
-/// runtime shut down); the driver reclaims what it holds when the process exits. Thread-safe; a state is used by one
-/// object at a time.
+/// Bounded per device: at most kMaxIdle states and 1/kBudgetShare of the device's memory (by the buffers a state
+/// counts, StatePool's `bytes`; cuBLAS's and cuSOLVER's internal allocations and the graphs come on top); a state
+/// larger than that is destroyed as before, and the oldest idle states make room for a newer one. release() (the public
+/// tcqr::releaseCachedDeviceMemory()) destroys them, and the library's own device allocations (orRelease) free the
+/// device's idle states and try once more when the device is out of memory. The pool itself is never destroyed (a
+/// static destructor would run after the CUDA runtime shut down); the driver reclaims what it holds when the process
+/// exits. A state is tagged with the id of the context it was made in (CudaContext::contextId): one whose context is
+/// gone (cudaDeviceReset) is dropped, neither used nor freed. Thread-safe; a state is used by one object at a time.
 class StatePool {
  public:
   static constexpr std::size_t kMaxIdle = 4;
@@ -83,11 +88,33 @@ class StatePool {
     return *pool;
   }
 
-  /// The most recently kept idle state of type T made on `device` in the current context, or null.
+  /// Whether `context` is the current context of `device` (switching to it for the question). A state made in
+  /// another context must not be used or freed: its context was destroyed.
+  static bool contextIsCurrent(int device, unsigned long long context) noexcept {
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    if (prev != device && cudaSetDevice(device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    const bool same = context != 0 && currentContextId() == context;
+    if (prev != device) cudaSetDevice(prev);
+    return same;
+  }
+
+  /// Whether a state of `bytes` on `device` would be kept (so that its owner does not prepare one for nothing).
+  bool accepts(int device, std::size_t bytes) noexcept {
+    return statePoolEnabled() && bytes <= deviceMemory(device) / kBudgetShare;
+  }
+
+  /// The most recently kept idle state of type T made on `device` in its current context, or null.
   template <class T>
   T* take(int device) {
     if (!statePoolEnabled()) return nullptr;
-    const unsigned long long context = currentContextId();
+    const unsigned long long context = currentContextId();  // (the caller's current device is `device`)
     if (context == 0) return nullptr;
     std::lock_guard<std::mutex> lock(m_mutex);
     for (size_t i = m_idle.size(); i-- > 0;) {
@@ -105,17 +132,16 @@ class StatePool {
     return nullptr;
   }
 
-  /// Keeps `state` (made on `device`, holding `bytes` of device memory, ready for a new owner) if the bounds allow,
-  /// else destroys it; may destroy older idle states of the device to make room.
+  /// Keeps `state` (made on `device` in `context`, holding `bytes` of device memory, ready for a new owner) if the
+  /// bounds allow, else destroys it; may destroy older idle states of the device to make room.
   template <class T>
-  void give(T* state, int device, std::size_t bytes) noexcept {
-    const unsigned long long context = statePoolEnabled() ? currentContextId() : 0;
-    const std::size_t budget = context != 0 ? deviceMemory(device) / kBudgetShare : 0;
-    std::vector<Entry> evicted;
-    if (context == 0 || bytes > budget) {
+  void give(T* state, int device, unsigned long long context, std::size_t bytes) noexcept {
+    if (context == 0 || !accepts(device, bytes)) {
       delete state;
       return;
     }
+    const std::size_t budget = deviceMemory(device) / kBudgetShare;
+    std::vector<Entry> evicted;
     {
       std::lock_guard<std::mutex> lock(m_mutex);
       try {
@@ -141,16 +167,43 @@ class StatePool {
     for (const Entry& e : evicted) destroyEntry(e);
   }
 
-  /// Destroys every idle state (of every device); returns the bytes of device memory they held.
-  std::size_t release() noexcept {
-    std::vector<Entry> all;
+  /// Destroys the idle states of `device` (negative: of every device); returns the bytes of device memory they held.
+  std::size_t release(int device = -1) noexcept {
+    std::vector<Entry> mine;
     {
       std::lock_guard<std::mutex> lock(m_mutex);
-      all.swap(m_idle);
+      if (device < 0) {
+        mine.swap(m_idle);
+      } else {
+        try {
+          for (size_t i = 0; i < m_idle.size();) {
+            if (m_idle[i].device != device) {
+              ++i;
+              continue;
+            }
+            mine.push_back(m_idle[i]);
+            m_idle.erase(m_idle.begin() + static_cast<std::ptrdiff_t>(i));
+          }
+        } catch (...) {  // (out of host memory: what was moved is freed below)
+        }
+      }
     }
     std::size_t bytes = 0;
-    for (const Entry& e : all) bytes += destroyEntry(e);
+    for (const Entry& e : mine) bytes += destroyEntry(e);
     return bytes;
+  }
+
+  /// f(), and once more after freeing the current device's idle states if it threw an out-of-memory tcqr::Error:
+  /// memory kept for later objects must not make a device allocation of the library fail.
+  template <class F>
+  static auto orRelease(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const Error& e) {
+      int device = 0;
+      if (!e.isOutOfMemory() || cudaGetDevice(&device) != cudaSuccess || instance().release(device) == 0) throw;
+    }
+    return f();
   }
 
  private:
@@ -171,33 +224,39 @@ class StatePool {
   static void destroyAs(void* p) {
     delete static_cast<T*>(p);
   }
-  /// Destroys e's state if its context is still the device's; returns the bytes freed. (A state of a destroyed
+  /// Destroys e's state if its context is still its device's; returns the bytes freed. (A state of a destroyed
   /// context is dropped: its handles and memory went with the context.)
   static std::size_t destroyEntry(const Entry& e) noexcept {
     int prev = -1;
-    if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
     if (prev != e.device && cudaSetDevice(e.device) != cudaSuccess) {
       cudaGetLastError();
       return 0;
     }
     std::size_t freed = 0;
-    if (currentContextId() == e.context) {
+    if (e.context != 0 && currentContextId() == e.context) {  // (destroyed with its own device current)
       e.destroy(e.object);
       freed = e.bytes;
     }
-    if (prev >= 0 && prev != e.device) cudaSetDevice(prev);
+    if (prev != e.device) cudaSetDevice(prev);
     return freed;
   }
   /// Total memory of `device` in bytes (queried once per device; 0 when unknown, which keeps nothing).
   std::size_t deviceMemory(int device) noexcept {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    for (const auto& d : m_memory)
-      if (d.first == device) return d.second;
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      for (const auto& d : m_memory)
+        if (d.first == device) return d.second;
+    }
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
       cudaGetLastError();
       return 0;
     }
+    std::lock_guard<std::mutex> lock(m_mutex);
     try {
       m_memory.emplace_back(device, prop.totalGlobalMem);
     } catch (...) {
@@ -209,6 +268,24 @@ class StatePool {
   std::vector<Entry> m_idle;  // oldest first
   std::vector<std::pair<int, std::size_t>> m_memory;
 };
+
+/// The end of a pooled state's owner (PooledCudaQRState, PooledCudaTallSkinnyState): the state goes to StatePool,
+/// recycled (T::recycle), where the pool takes it; it is dropped where its context is gone (cudaDeviceReset took its
+/// handles and memory along); otherwise it stays in `s`, whose owner then destroys it as before.
+template <class T>
+void giveToPool(std::unique_ptr<T>& s) noexcept {
+  if (!s) return;
+  const int device = s->device();
+  const unsigned long long context = s->contextId();
+  if (context != 0 && !StatePool::contextIsCurrent(device, context)) {
+    (void)s.release();
+    return;
+  }
+  StatePool& pool = StatePool::instance();
+  if (context == 0 || !pool.accepts(device, s->deviceBytes()) || !s->recycle()) return;
+  const std::size_t bytes = s->deviceBytes();
+  pool.give(s.release(), device, context, bytes);
+}
 
 }  // namespace detail
 }  // namespace tcqr

@@ -136,6 +136,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   void setStream(CUstream_st* s) override { m_ctx.setStream(s); }
 
   int device() const noexcept { return m_ctx.device(); }
+  unsigned long long contextId() const noexcept { return m_ctx.contextId(); }
 
   /// Device memory held by the state's buffers and workspaces (StatePool's bound).
   std::size_t deviceBytes() const noexcept {
@@ -148,7 +149,8 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
   }
 
   /// As CudaQRState::recycle: what a new object's state is, keeping handles, streams and device buffers; leaves the
-  /// caller's stream and frees the pinned staging buffer. False (the state is destroyed instead) on failure.
+  /// caller's stream, forgets the tracer and frees the pinned staging buffer. False (the state is destroyed instead)
+  /// on failure.
   bool recycle() noexcept {
     try {
       DeviceGuard g(m_ctx.device());
@@ -158,6 +160,7 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
       m_what = 0;
       m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
       m_stage.release();
+      m_ctx.dropTrace();
       return true;
     } catch (...) {
       return false;
@@ -224,13 +227,9 @@ class CudaTallSkinnyState final : public TallSkinnyState<S> {
     if (grows) synchronize();  // queued work may still use the buffers that are about to be replaced
     m_rows = m_cols = 0;
     m_what = 0;
-    try {
-      allocateBuffers(rows, cols, need, bufs, needT);
-    } catch (const Error& e) {
-      // Memory kept for later objects (StatePool) must not make this one fail: free it and try once more.
-      if (!e.isOutOfMemory() || StatePool::instance().release() == 0) throw;
-      allocateBuffers(rows, cols, need, bufs, needT);
-    }
+    // Memory kept for later objects (StatePool) must not make this one fail: on out-of-memory it is freed and the
+    // allocation tried once more.
+    StatePool::orRelease([&] { allocateBuffers(rows, cols, need, bufs, needT); });
     m_rows = rows;
     m_cols = cols;
     m_what = what | 0x1u;
@@ -327,12 +326,7 @@ template <typename S>
 class PooledCudaTallSkinnyState final : public TallSkinnyState<S> {
  public:
   explicit PooledCudaTallSkinnyState(std::unique_ptr<CudaTallSkinnyState<S>> state) : m_s(std::move(state)) {}
-  ~PooledCudaTallSkinnyState() override {
-    if (!m_s || !m_s->recycle()) return;  // (m_s, if any, is destroyed as before)
-    const int device = m_s->device();
-    const std::size_t bytes = m_s->deviceBytes();
-    StatePool::instance().give(m_s.release(), device, bytes);
-  }
+  ~PooledCudaTallSkinnyState() override { giveToPool(m_s); }
   PooledCudaTallSkinnyState(const PooledCudaTallSkinnyState&) = delete;
   PooledCudaTallSkinnyState& operator=(const PooledCudaTallSkinnyState&) = delete;
 
@@ -377,7 +371,7 @@ std::unique_ptr<TallSkinnyState<S>> makeCudaTallSkinnyState() {
     TCQR_CHECK(cudaGetDevice(&device));
     s.reset(StatePool::instance().take<CudaTallSkinnyState<S>>(device));
   }
-  if (!s) s.reset(new CudaTallSkinnyState<S>());
+  if (!s) s.reset(StatePool::orRelease([] { return new CudaTallSkinnyState<S>(); }));
   return std::unique_ptr<TallSkinnyState<S>>(new PooledCudaTallSkinnyState<S>(std::move(s)));
 }
 template std::unique_ptr<TallSkinnyState<float>> makeCudaTallSkinnyState<float>();

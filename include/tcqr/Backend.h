@@ -99,15 +99,18 @@ bool builtWithCuda() noexcept;
 /// The answer is computed once per process.
 bool cudaDeviceAvailable() noexcept;
 
-/// Frees what destroyed TensorCoreHouseholderQR objects left for later ones and returns the bytes of device memory
-/// that held. On the CUDA backend an object's device buffers, cuBLAS/cuSOLVER handles, stream and captured graphs
-/// outlive it: the next object of the same scalar type on the same device takes them over instead of creating and
-/// allocating them again (and replays the graphs its predecessor recorded), so code that builds a new object per
-/// factorization runs as fast as code that reuses one. At most 4 such states and 1/8 of the device's memory are kept
-/// per device (TCQR_POOL=0 keeps none); the library frees them itself when one of its own allocations finds the device
-/// out of memory, but memory the rest of the program allocates does not. Call this to give that memory back, e.g.
-/// before handing the GPU to another library (CUDA's own cudaDeviceReset() is safe: what it destroyed is dropped).
-/// Thread-safe; 0 in a build without CUDA.
+/// Frees what destroyed objects left for later ones and returns the bytes of device memory it held. On the CUDA
+/// backend a TensorCoreHouseholderQR's or TensorCoreTallSkinnyQR's device buffers, cuBLAS/cuSOLVER handles, stream
+/// and captured CUDA graphs outlive the object: the next object of the same class and scalar type on the same device
+/// (or a copy) takes them over instead of creating and allocating them again, and replays the graphs its predecessor
+/// recorded. So code that makes a new object per factorization runs about as fast as code that reuses one (the pinned
+/// host buffer that inputs not stored column-major pass through is not kept). At most 4 such states and 1/8 of the
+/// device's memory (counting the library's buffers; cuBLAS's own allocations come on top) are kept per device;
+/// TCQR_POOL=0 keeps none. When one of the library's own device allocations finds the device out of memory, it
+/// frees that device's kept states and tries once more (freeing synchronizes the device, so this can happen in any
+/// thread's compute()); the rest of the program's allocations do not, so call this to give the memory back, e.g.
+/// before handing the GPU to another library. States kept across cudaDeviceReset() are dropped, never used: their
+/// memory went with the context. Thread-safe; 0 in a build without CUDA.
 std::size_t releaseCachedDeviceMemory() noexcept;
 
 /// Below this number of matrix entries Backend::Auto stays on the host: a kernel launch and a PCIe round trip

@@ -377,7 +377,8 @@ TEST_SUITE("gpu") {
     const Scalar* storage = nullptr;
     {
       QR<M> qr;
-      qr.setBackend(Backend::Cuda).setPrecision(std::is_same<Scalar, double>::value ? Precision::FP64 : Precision::FP16);
+      const bool isDouble = std::is_same<Scalar, double>::value;
+      qr.setBackend(Backend::Cuda).setPrecision(isDouble ? Precision::FP64 : Precision::FP16);
       qr.setBlockSize(64).setPanel(tcqr::Panel::Geqrf);
       qr.computeOnDevice(dA.p, m, n, m, s);
       qr.synchronize();

@@ -438,6 +438,7 @@ TEST_SUITE("gpu") {
                     std::pair<Index, Index>{3000, 700}}) {
       INFO(mn.first << " x " << mn.second);
       const M A = tcqr_test::uniformMatrix<T>(mn.first, mn.second);
+      tcqr::releaseCachedDeviceMemory();  // both objects get new states (not ones that earlier objects left)
       Eigen::TensorCoreHouseholderQR<M> fresh, used;
       fresh.setBackend(Backend::Cuda).compute(A);
       used.setBackend(Backend::Cuda).compute(big);
@@ -499,6 +500,40 @@ TEST_SUITE("gpu") {
     tcqr_test::checkDecomposition<M>(A, qr, Options{Backend::Cuda, 0, true});
   }
 
+  // Destroyed objects' states are kept for later objects (src/StatePool.hpp). When one of the library's own device
+  // allocations then finds the device out of memory, it frees the kept states and tries once more instead of failing.
+  TEST_CASE("[Cuda] out of device memory while destroyed objects' states are kept: they are freed, compute() works") {
+    TCQR_RANDOM_SEED();
+    using MF = Eigen::MatrixXf;
+    using MD = Eigen::MatrixXd;
+    const MF F = tcqr_test::uniformMatrix<float>(8192, 8192);
+    const MD D = tcqr_test::conditionedMatrix<double>(2048, 2048, tcqr_test::Spectrum::Arithmetic, 10.0);
+    // The device memory each one's state keeps (what releaseCachedDeviceMemory frees after its object is gone).
+    tcqr::releaseCachedDeviceMemory();
+    { const Eigen::TensorCoreHouseholderQR<MD> qr(D, Backend::Cuda); }
+    const size_t doubleBytes = tcqr::releaseCachedDeviceMemory();
+    { const Eigen::TensorCoreHouseholderQR<MF> qr(F, Backend::Cuda); }
+    const size_t floatBytes = tcqr::releaseCachedDeviceMemory();
+    INFO("kept: float 8192^2 " << (floatBytes >> 20) << " MiB, double 2048^2 " << (doubleBytes >> 20) << " MiB");
+    REQUIRE(doubleBytes > 0);
+    REQUIRE(floatBytes > doubleBytes + (size_t(512) << 20));
+    { const Eigen::TensorCoreHouseholderQR<MF> qr(F, Backend::Cuda); }  // kept again, for the double object to need
+    {
+      // Half of what the double factorization keeps is left free, so its state (a new one: the kept one is float)
+      // fits only after the float state is freed.
+      const size_t available = freeDeviceMemory();
+      REQUIRE(available > doubleBytes);
+      DeviceArray<char> hog(available - doubleBytes / 2);
+      REQUIRE(hog.p != nullptr);
+      Eigen::TensorCoreHouseholderQR<MD> qr;
+      qr.setBackend(Backend::Cuda).compute(D);
+      REQUIRE(qr.info() == Eigen::Success);
+      CHECK(tcqr::releaseCachedDeviceMemory() == 0);  // the float state was freed on the way
+      tcqr_test::checkDecomposition<MD>(D, qr, Options{Backend::Cuda, 0, true});
+    }
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+
   TEST_CASE("[Cuda] Backend::Auto picks the device for 1024 x 1024 and the host for small problems") {
     TCQR_RANDOM_SEED();
     using M = Eigen::MatrixXf;
@@ -519,6 +554,7 @@ TEST_SUITE("gpu") {
     // Device: the input, the object's copy of it, room for W (m x n; one TSQR panel keeps T instead, unless it falls
     // back), plus small buffers.
     const size_t needed = 3 * count * sizeof(float) + (size_t(2) << 30);
+    tcqr::releaseCachedDeviceMemory();  // (states earlier objects left for later ones)
     if (freeDeviceMemory() < needed) {
       MESSAGE("skipped: needs " << needed / (1 << 30) << " GiB of free device memory");
       return;

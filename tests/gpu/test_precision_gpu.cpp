@@ -244,8 +244,8 @@ TEST_SUITE("gpu") {
       CHECK(copy.matrixQR() == qr.matrixQR());
     }
 
-    // Destroyed objects' states (the FP32 object's, the copy's) go back to the device first: the explicit FP16x3
-    // factorization below frees them and tries again when it finds the device out of memory.
+    // States destroyed objects left for later ones (the copy's) go back to the device first: the explicit FP16x3
+    // factorization below would free them and try again when it finds the device out of memory.
     tcqr::releaseCachedDeviceMemory();
     const size_t keep = fp32Bytes + (size_t(256) << 20), available = freeDeviceMemory();
     INFO("FP32 footprint " << (fp32Bytes >> 20) << " MiB, free " << (available >> 20) << " MiB");
