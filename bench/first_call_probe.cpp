@@ -14,6 +14,8 @@
 // the published steady-state times.
 //
 //   first_call_probe --mode FP16x3 --m 4096 [--n 4096] [--calls 3] [--order ours|cusolver]
+//   first_call_probe --tall-skinny --mode FP32|FP64 --m 1048576 --n 64   (TensorCoreTallSkinnyQR instead, R and thin
+//                                                                          Q; the mode only picks the scalar type)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +49,7 @@ std::string joinMs(const std::vector<double>& t) {
 }
 
 template <typename S>
-void run(tcqr::Precision mode, long m, long n, int calls, bool oursFirst) {
+void run(tcqr::Precision mode, long m, long n, int calls, bool oursFirst, bool tallSkinny) {
   using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
   using QR = Eigen::TensorCoreHouseholderQR<Mat>;
   using V = Vendor<S>;
@@ -151,7 +153,36 @@ void run(tcqr::Precision mode, long m, long n, int calls, bool oursFirst) {
                 joinMs(u).c_str());
   };
 
-  if (oursFirst) {
+  if (tallSkinny) {  // TensorCoreTallSkinnyQR, R and the thin Q (no cuSOLVER line: tsqr_bench compares those)
+    using TS = Eigen::TensorCoreTallSkinnyQR<Mat>;
+    const unsigned what = tcqr::ComputeThinQ;
+    for (int obj = 1; obj <= 2; ++obj) {
+      std::vector<double> t;
+      TS ts;
+      for (int c = 0; c < calls; ++c) {
+        restore();
+        const auto t0 = clk::now();
+        ts.computeOnDevice(work.get(), m, n, m, nullptr, what);
+        ts.synchronize();
+        t.push_back(msSince(t0));
+      }
+      std::printf("%s %ld x %ld | TensorCoreTallSkinnyQR (R, thin Q), object %d: calls %s ms\n", type, m, n, obj,
+                  joinMs(t).c_str());
+    }
+    std::vector<double> t;
+    for (int c = 0; c < calls; ++c) {
+      restore();
+      const auto t0 = clk::now();
+      {
+        TS ts;
+        ts.computeOnDevice(work.get(), m, n, m, nullptr, what);
+        ts.synchronize();
+      }
+      t.push_back(msSince(t0));
+    }
+    std::printf("%s %ld x %ld | TensorCoreTallSkinnyQR (R, thin Q), a new object per call: %s ms\n", type, m, n,
+                joinMs(t).c_str());
+  } else if (oursFirst) {
     ours();
     vendor();
   } else {
@@ -168,7 +199,7 @@ int main(int argc, char** argv) try {
   std::string modeArg = "FP16x3";
   long m = 4096, n = -1;
   int calls = 3;
-  bool oursFirst = true;
+  bool oursFirst = true, tallSkinny = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -180,6 +211,8 @@ int main(int argc, char** argv) try {
       n = std::stol(argv[++i]);
     } else if (a == "--calls" && hasValue) {
       calls = std::max(1, std::stoi(argv[++i]));
+    } else if (a == "--tall-skinny") {
+      tallSkinny = true;
     } else if (a == "--order" && hasValue) {
       const std::string v = argv[++i];
       if (v != "ours" && v != "cusolver") {
@@ -189,7 +222,7 @@ int main(int argc, char** argv) try {
       oursFirst = v == "ours";
     } else {
       std::printf("usage: first_call_probe [--mode FP16x3|FP32|TF32x3|TF32|FP16|BF16|FP64|FP64Emulated] [--m M] "
-                  "[--n N] [--calls C] [--order ours|cusolver]\n");
+                  "[--n N] [--calls C] [--order ours|cusolver] [--tall-skinny]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -211,9 +244,9 @@ int main(int argc, char** argv) try {
               currentDeviceProperties().name, utcDate().c_str(), TCQR_BENCH_COMMIT, ctxMs, lazy ? lazy : "(unset)",
               oursFirst ? "ours" : "cuSOLVER");
   if (p == tcqr::Precision::FP64 || p == tcqr::Precision::FP64Emulated)
-    run<double>(p, m, n, calls, oursFirst);
+    run<double>(p, m, n, calls, oursFirst, tallSkinny);
   else
-    run<float>(p, m, n, calls, oursFirst);
+    run<float>(p, m, n, calls, oursFirst, tallSkinny);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "first_call_probe: %s\n", e.what());
