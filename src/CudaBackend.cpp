@@ -685,7 +685,7 @@ std::unique_ptr<CudaQRState<S>> takeOrMakeState() {
   TCQR_CHECK(cudaGetDevice(&device));
   if (CudaQRState<S>* s = StatePool::instance().take<CudaQRState<S>>(device))
     return std::unique_ptr<CudaQRState<S>>(s);
-  return std::unique_ptr<CudaQRState<S>>(StatePool::orRelease([] { return new CudaQRState<S>(); }));
+  return std::unique_ptr<CudaQRState<S>>(StatePool::orRelease([] { return new CudaQRState<S>(); }, true));
 }
 
 template <typename S>

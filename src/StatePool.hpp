@@ -194,14 +194,17 @@ class StatePool {
   }
 
   /// f(), and once more after freeing the current device's idle states if it threw an out-of-memory tcqr::Error:
-  /// memory kept for later objects must not make a device allocation of the library fail.
+  /// memory kept for later objects must not make a device allocation of the library fail. `anyError`: after any
+  /// tcqr::Error (for creating handles: cusolverDnCreate reports a device out of memory as
+  /// CUSOLVER_STATUS_INTERNAL_ERROR, seen on the H200 with cuSOLVER of CUDA 13.0).
   template <class F>
-  static auto orRelease(F&& f) -> decltype(f()) {
+  static auto orRelease(F&& f, bool anyError = false) -> decltype(f()) {
     try {
       return f();
     } catch (const Error& e) {
       int device = 0;
-      if (!e.isOutOfMemory() || cudaGetDevice(&device) != cudaSuccess || instance().release(device) == 0) throw;
+      if (!(anyError || e.isOutOfMemory()) || cudaGetDevice(&device) != cudaSuccess || instance().release(device) == 0)
+        throw;
     }
     return f();
   }

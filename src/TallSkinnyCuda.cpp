@@ -371,7 +371,7 @@ std::unique_ptr<TallSkinnyState<S>> makeCudaTallSkinnyState() {
     TCQR_CHECK(cudaGetDevice(&device));
     s.reset(StatePool::instance().take<CudaTallSkinnyState<S>>(device));
   }
-  if (!s) s.reset(StatePool::orRelease([] { return new CudaTallSkinnyState<S>(); }));
+  if (!s) s.reset(StatePool::orRelease([] { return new CudaTallSkinnyState<S>(); }, true));
   return std::unique_ptr<TallSkinnyState<S>>(new PooledCudaTallSkinnyState<S>(std::move(s)));
 }
 template std::unique_ptr<TallSkinnyState<float>> makeCudaTallSkinnyState<float>();
