@@ -10,7 +10,8 @@
 // caller's non-blocking stream (replayed) and blocking stream (never captured), solve() after a replay. "Fresh" objects
 // free the states that destroyed objects left for later ones (src/StatePool.hpp) first, so that their first calls are
 // queued directly; the last cases test that pool: a new object per call taking over its predecessor's state and
-// graphs, settings and a destroyed stream not carried over, objects on four threads at once, cudaDeviceReset().
+// graphs, settings and a destroyed stream not carried over, objects on four threads at once, two devices (skipped on
+// one), cudaDeviceReset().
 // Exits 77 (CTest: skipped) without a CUDA device.
 #include "common/TestConfig.h"
 
@@ -21,6 +22,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -430,6 +432,53 @@ TEST_SUITE("gpu") {
       CHECK(errors[size_t(t)].empty());
       CHECK(wrong[size_t(t)] == 0);
     }
+  }
+
+  // A state belongs to the device (and context) it was made on, whichever device is current when its object is
+  // destroyed; release() frees every device's states. Skipped with fewer than two devices.
+  TEST_CASE("state pool: two devices, an object destroyed while the other device is current") {
+    int devices = 0;
+    REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+    if (devices < 2) {
+      MESSAGE("skipped: needs two CUDA devices");
+      return;
+    }
+    TCQR_RANDOM_SEED();
+    using M = Mat<float>;
+    const M A = uniformMatrix<float>(700, 300);
+    const auto deviceOf = [](const void* p) {
+      cudaPointerAttributes a{};
+      return cudaPointerGetAttributes(&a, p) == cudaSuccess ? a.device : -1;
+    };
+    tcqr::releaseCachedDeviceMemory();
+    REQUIRE(cudaSetDevice(1) == cudaSuccess);
+    std::unique_ptr<QR<M>> onOne(new QR<M>(A, Backend::Cuda));
+    REQUIRE(onOne->info() == Eigen::Success);
+    const float* storage = onOne->deviceMatrixQR();
+    CHECK(deviceOf(storage) == 1);
+    const M R1 = onOne->matrixQR();
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    onOne.reset();  // kept as device 1's state
+    {
+      const QR<M> onZero(A, Backend::Cuda);  // does not take it
+      REQUIRE(onZero.info() == Eigen::Success);
+      CHECK(onZero.deviceMatrixQR() != storage);
+      CHECK(deviceOf(onZero.deviceMatrixQR()) == 0);
+      CHECK(relativeDifference(onZero.matrixQR(), R1) <= 1e-4);
+    }
+    REQUIRE(cudaSetDevice(1) == cudaSuccess);
+    {
+      const QR<M> again(A, Backend::Cuda);  // takes it
+      REQUIRE(again.info() == Eigen::Success);
+      CHECK(again.deviceMatrixQR() == storage);
+      CHECK((again.matrixQR().array() == R1.array()).all());
+    }
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    CHECK(tcqr::releaseCachedDeviceMemory() > 0);  // both devices' states, freed from device 0
+    int current = -1;
+    CHECK(cudaGetDevice(&current) == cudaSuccess);
+    CHECK(current == 0);
+    CHECK(cudaGetLastError() == cudaSuccess);
   }
 
   // Last in this file: cudaDeviceReset() destroys the context, and with it the kept states' handles, streams and
