@@ -117,6 +117,8 @@ TEST_CASE_TEMPLATE("Backend::Cuda without a usable device throws tcqr::Error", T
       tcqr::builtWithCuda() ? tcqr::ErrorSource::NoDevice : tcqr::ErrorSource::NotBuiltWithCuda;
 
   CHECK_THROWS_AS(Eigen::TensorCoreHouseholderQR<M>(A, Backend::Cuda), tcqr::Error);
+  // No device: nothing was kept for later objects (src/StatePool.hpp), whether or not the build has CUDA.
+  CHECK(tcqr::releaseCachedDeviceMemory() == 0);
   Eigen::TensorCoreHouseholderQR<M> qr;
   qr.setBackend(Backend::Cuda);
   CHECK(qr.backend() == Backend::Cuda);
