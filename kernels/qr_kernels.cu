@@ -354,25 +354,26 @@ __global__ void __launch_bounds__(32) formTWarpKernel(const S* __restrict__ Sm, 
 
 // The top of a narrow compact-WY update (k <= 32), one warp per column j of B, lane i holding row i:
 //   w = Z(:, j) + Yt^T Btop(:, j);  z = op(T) w;  Z(:, j) = z;  Btop(:, j) -= Yt z
-// with Yt the unit lower k x k top of Y (read from Y's storage: below the diagonal only) and T upper triangular.
-// Replaces four launches (the copy of Yt, Yt^T Btop, T's product, the top's TRMM) by one; the long products with
-// Y's bottom rows stay cuBLAS GEMMs.
+// with Yt the unit lower rows x k top of Y (k <= rows <= 32; read from Y's storage: below the diagonal only) and T
+// upper triangular. Replaces four launches (the copy of Yt, Yt^T Btop, T's product, the top's TRMM) by one; the long
+// products with Y's rows below `rows` stay cuBLAS GEMMs. With rows > k (a Y of at most 32 rows, taken whole: the last
+// panels of a square matrix) there are none, and zIn is false: Z is only written.
 template <typename S>
 __global__ void __launch_bounds__(256) smallUpdateTopKernel(const S* __restrict__ Y, Index ldy, const S* __restrict__ T,
-                                                            Index ldt, int k, S* Btop, Index ldb, S* Z, Index ldz,
-                                                            Index c, bool transpose) {
+                                                            Index ldt, int k, int rows, S* Btop, Index ldb, S* Z,
+                                                            Index ldz, Index c, bool transpose, bool zIn) {
   __shared__ S sY[32][33];  // sY[r][i] = Yt(r, i)
   __shared__ S sT[32][33];  // sT[r][i] = T(r, i), zero outside the upper triangle and beyond k
   for (int idx = threadIdx.x; idx < 32 * 32; idx += blockDim.x) {
     const int r = idx % 32, i = idx / 32;
-    sY[r][i] = (r < k && i < k) ? (r > i ? Y[r + i * ldy] : (r == i ? S(1) : S(0))) : S(0);
+    sY[r][i] = (r < rows && i < k) ? (r > i ? Y[r + i * ldy] : (r == i ? S(1) : S(0))) : S(0);
     sT[r][i] = (r < k && i < k && r <= i) ? T[r + i * ldt] : S(0);
   }
   __syncthreads();
   const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
   for (Index j = Index(blockIdx.x) * warps + threadIdx.x / 32; j < c; j += Index(gridDim.x) * warps) {
-    const S b = lane < k ? Btop[lane + j * ldb] : S(0);
-    S w = lane < k ? Z[lane + j * ldz] : S(0);
+    const S b = lane < rows ? Btop[lane + j * ldb] : S(0);
+    S w = (zIn && lane < k) ? Z[lane + j * ldz] : S(0);
 #pragma unroll
     for (int r = 0; r < 32; ++r) w += sY[r][lane] * __shfl_sync(0xffffffffu, b, r);  // (Yt^T b)_lane
     S z = S(0);
@@ -386,10 +387,8 @@ __global__ void __launch_bounds__(256) smallUpdateTopKernel(const S* __restrict_
     S y = S(0);
 #pragma unroll
     for (int r = 0; r < 32; ++r) y += sY[lane][r] * __shfl_sync(0xffffffffu, z, r);  // (Yt z)_lane
-    if (lane < k) {
-      Z[lane + j * ldz] = z;
-      Btop[lane + j * ldb] = b - y;
-    }
+    if (lane < k) Z[lane + j * ldz] = z;
+    if (lane < rows) Btop[lane + j * ldb] = b - y;
   }
 }
 
@@ -537,13 +536,15 @@ void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k,
 }
 
 template <typename S>
-void launchSmallUpdateTop(const S* Y, Index ldy, const S* T, Index ldt, Index k, S* Btop, Index ldb, S* Z, Index ldz,
-                          Index c, bool transpose, cudaStream_t stream) {
+void launchSmallUpdateTop(const S* Y, Index ldy, const S* T, Index ldt, Index k, Index rows, S* Btop, Index ldb, S* Z,
+                          Index ldz, Index c, bool transpose, bool zIn, cudaStream_t stream) {
   if (k <= 0 || c <= 0) return;
-  if (k > 32) detail::throwError(ErrorSource::Kernel, 0, "k > 32", "launchSmallUpdateTop", __FILE__, __LINE__);
+  if (k > 32 || rows < k || rows > 32)
+    detail::throwError(ErrorSource::Kernel, 0, "k > 32, rows < k or rows > 32", "launchSmallUpdateTop", __FILE__,
+                       __LINE__);
   const Index blocks = std::min<Index>((c + 7) / 8, 65535);
-  smallUpdateTopKernel<S><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(Y, ldy, T, ldt, static_cast<int>(k), Btop,
-                                                                           ldb, Z, ldz, c, transpose);
+  smallUpdateTopKernel<S><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+      Y, ldy, T, ldt, static_cast<int>(k), static_cast<int>(rows), Btop, ldb, Z, ldz, c, transpose, zIn);
   TCQR_CHECK_LAUNCH("smallUpdateTopKernel");
 }
 
@@ -568,8 +569,8 @@ void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, 
   template void launchSmallTN<S>(const S*, Index, const S*, Index, Index, Index, Index, S, S, S*, Index, S*, int, \
                                  cudaStream_t);                                                         \
   template void launchFormT<S>(const S*, Index, const S*, S*, Index, Index, cudaStream_t);                \
-  template void launchSmallUpdateTop<S>(const S*, Index, const S*, Index, Index, S*, Index, S*, Index, Index, bool, \
-                                        cudaStream_t);                                                  \
+  template void launchSmallUpdateTop<S>(const S*, Index, const S*, Index, Index, Index, S*, Index, S*, Index, Index, \
+                                        bool, bool, cudaStream_t);                                         \
   template void launchMergeSmallT<S>(const S*, Index, const S*, Index, S*, Index, Index, Index, bool, cudaStream_t);
 TCQR_INSTANTIATE(float)
 TCQR_INSTANTIATE(double)

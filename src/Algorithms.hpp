@@ -14,7 +14,8 @@
 //   gramUpper(Y, beta, S)                        S = beta S + Y^T Y, of which only the upper triangle is needed
 //   formT(S, tau, T)                             T of the compact WY form from S = Y^T Y (LAPACK larft recurrence)
 //   trmmRightUpper(B, T)                         B = B T, T upper triangular (TallSkinny: R = triu(A1))
-//   smallUpdateTop(Ytop, T, Btop, Z, transpose)  applyYT's top for k <= kSmallWY reflectors (one kernel on CUDA)
+//   smallUpdateTop(Ytop, T, Btop, Z, transpose, zIn)  applyYT's top for k <= kSmallWY reflectors (one kernel on
+//                                                CUDA; Ytop of at most kSmallWY rows, zIn false: Z output only)
 //   mergeSmallT(Y1mid, Y2top, T, n1, n2, bottom) factorRecursive's merge for n1, n2 <= kSmallWY (one kernel on CUDA)
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
 //   setZero(A)
@@ -288,6 +289,13 @@ void applyYT(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool trans
   if (k == 0 || B.empty()) return;
   if (onLeft && k <= kSmallWY) {  // Z = Ybot^T Bbot, then the top in one operation, then Bbot -= Ybot Z
     View<S> Z(scratch, k, B.cols, k);
+    if (m <= kSmallWY) {
+      // All of Y in the one operation: no products with the few rows below the top (the last panels of a square
+      // matrix; with one row below, a product of inner dimension 1 and one of a 1 x 1 result, whose first use in a
+      // process loaded a cuBLAS kernel each: 13-18 ms of a first FP64 4096^2 factorization on the H200).
+      ops.smallUpdateTop(Yp, T, B, Z, transpose, false);
+      return;
+    }
     if (m > k)
       ops.gemm(Op::T, Op::N, S(1), Yp.bottomRows(m - k), B.bottomRows(m - k), S(0), Z);
     else

@@ -567,11 +567,12 @@ struct CudaOps {
     const auto t = traced("formT");
     kernels::launchFormT<S>(Sm.p, Sm.ld, tau, T.p, T.ld, T.rows, stream);
   }
-  /// The top of a compact-WY update with at most 32 reflectors in one kernel (kernels::launchSmallUpdateTop).
-  void smallUpdateTop(View<S> Ytop, View<S> T, View<S> Btop, View<S> Z, bool transpose) {
+  /// The top of a compact-WY update with at most 32 reflectors (and Ytop at most 32 rows) in one kernel
+  /// (kernels::launchSmallUpdateTop). zIn false: Z is output only.
+  void smallUpdateTop(View<S> Ytop, View<S> T, View<S> Btop, View<S> Z, bool transpose, bool zIn = true) {
     const auto t = traced("smallUpdateTop");
-    kernels::launchSmallUpdateTop<S>(Ytop.p, Ytop.ld, T.p, T.ld, Ytop.cols, Btop.p, Btop.ld, Z.p, Z.ld, Z.cols,
-                                     transpose, stream);
+    kernels::launchSmallUpdateTop<S>(Ytop.p, Ytop.ld, T.p, T.ld, Ytop.cols, Ytop.rows, Btop.p, Btop.ld, Z.p, Z.ld,
+                                     Z.cols, transpose, zIn, stream);
   }
   /// The merge of two compact WY forms of at most 32 reflectors each in one kernel (kernels::launchMergeSmallT).
   void mergeSmallT(View<S> Y1mid, View<S> Y2top, View<S> T, Index n1, Index n2, bool hasBottom) {

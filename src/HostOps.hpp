@@ -286,13 +286,15 @@ struct HostOps {
     }
   }
 
-  /// w = Z + Yt^T Btop, Z = op(T) w, Btop -= Yt Z, Yt the unit lower top of Ytop (CudaOps: one kernel, k <= 32).
-  void smallUpdateTop(View<S> Ytop, View<S> T, View<S> Btop, View<S> Z, bool transpose) {
+  /// w = Z + Yt^T Btop, Z = op(T) w, Btop -= Yt Z, Yt the unit lower trapezoid of Ytop (rows >= k; CudaOps: one
+  /// kernel, k and rows <= 32). zIn false: w = Yt^T Btop (Z is output only).
+  void smallUpdateTop(View<S> Ytop, View<S> T, View<S> Btop, View<S> Z, bool transpose, bool zIn = true) {
     const Mat yt = unitLower(Ytop);
     auto z = map(Z);
     auto b = map(Btop);
     const Mat t = map(T).template triangularView<Eigen::Upper>();
-    Mat w = z + yt.transpose() * b;
+    Mat w = yt.transpose() * b;
+    if (zIn) w += z;
     if (transpose) z = t.transpose() * w;
     else z = t * w;
     b -= yt * z;

@@ -70,12 +70,13 @@ constexpr Index smallTnBlocks(Index k, Index p, Index c, Index scalarBytes, Inde
 template <typename S>
 void launchFormT(const S* Sm, Index lds, const S* tau, S* T, Index ldt, Index k, cudaStream_t stream);
 
-/// The top of a compact-WY update with k <= 32 reflectors, per column j of Btop (k x c) and Z (k x c):
-/// w = Z(:, j) + Yt^T Btop(:, j), Z(:, j) = op(T) w, Btop(:, j) -= Yt Z(:, j), with Yt the unit lower k x k top of Y
-/// (entries below the diagonal read from Y) and T (k x k) upper triangular (applyYT, Algorithms.hpp).
+/// The top of a compact-WY update with k <= 32 reflectors, per column j of Btop (rows x c) and Z (k x c):
+/// w = Z(:, j) + Yt^T Btop(:, j), Z(:, j) = op(T) w, Btop(:, j) -= Yt Z(:, j), with Yt the unit lower rows x k top of
+/// Y (k <= rows <= 32; entries below the diagonal read from Y) and T (k x k) upper triangular (applyYT,
+/// Algorithms.hpp). `zIn` false: Z is not read (w starts at zero), only written.
 template <typename S>
-void launchSmallUpdateTop(const S* Y, Index ldy, const S* T, Index ldt, Index k, S* Btop, Index ldb, S* Z, Index ldz,
-                          Index c, bool transpose, cudaStream_t stream);
+void launchSmallUpdateTop(const S* Y, Index ldy, const S* T, Index ldt, Index k, Index rows, S* Btop, Index ldb, S* Z,
+                          Index ldz, Index c, bool transpose, bool zIn, cudaStream_t stream);
 
 /// The merge of two compact WY forms, n1, n2 <= 32 (factorRecursive): T12 = T1 (P - Y1mid^T Y2t) T2 and T21 = 0, T
 /// holding T1 at (0, 0), T2 at (n1, n1), T12 at (0, n1) (on entry P there when hasBottom, else P = 0); Y1mid (n2 x n1)
