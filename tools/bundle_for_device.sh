@@ -19,7 +19,8 @@
 #
 # The executables link cuBLAS/cuSOLVER/cudart dynamically (the device's own libraries are used) and need glibc 2.34
 # or later (Ubuntu 24.04 has 2.39). build-dev/COMMIT records the commit (and "-dirty") they were built from; pass
-# it to the benchmarks' --commit.
+# it to the benchmarks' --commit. It is HEAD at bundle time: a program older than the code's last commit or edit gets a
+# warning and "-stale" in COMMIT.
 set -euo pipefail
 src="${1:-build-sm90}"
 [[ -f "$src/CMakeCache.txt" ]] || { echo "bundle_for_device.sh: $src is not a build folder" >&2; exit 2; }
@@ -38,13 +39,27 @@ for f in "$src"/tests/test_*_gpu "$src"/bench/* "$src"/examples/example_*; do
     for want in "$@"; do [[ "$(basename "$f")" == "$want" ]] && keep=1; done
     [[ $keep -eq 1 ]] || continue
   fi
-  cp "$f" build-dev/bin/
+  cp -p "$f" build-dev/bin/  # (-p: the build time, checked below)
 done
 for want in "$@"; do
   [[ -x "build-dev/bin/$want" ]] || { echo "bundle_for_device.sh: no program $want in $src" >&2; exit 2; }
 done
+# COMMIT names HEAD at bundle time (with -dirty for uncommitted edits of the code), which is what the programs were
+# built from only if they were built after the last commit or edit of the code: say so when one is older (rebuild).
+code=(include src kernels tests bench examples CMakeLists.txt ':(exclude)bench/results')
 commit="$(git rev-parse --short HEAD)"
-git diff --quiet HEAD -- include src kernels tests bench examples || commit="$commit-dirty"
+git diff --quiet HEAD -- "${code[@]}" || commit="$commit-dirty"
+code_time="$(git log -1 --format=%ct -- "${code[@]}")"
+newest_edit="$(git diff --name-only HEAD -- "${code[@]}" | xargs -r stat -c %Y 2>/dev/null | sort -n | tail -1)"
+[[ -n "$newest_edit" && "$newest_edit" -gt "$code_time" ]] && code_time="$newest_edit"
+for f in build-dev/bin/*; do
+  if [[ "$(stat -c %Y "$f")" -lt "$code_time" ]]; then
+    echo "bundle_for_device.sh: warning: $(basename "$f") is older than the last change of the code; COMMIT ($commit)" \
+         "may not be what it was built from: rebuild, then bundle" >&2
+    commit="$commit-stale"
+    break
+  fi
+done
 echo "$commit" > build-dev/COMMIT
 du -sh build-dev
 size_kb="$(du -sk build-dev | cut -f1)"
