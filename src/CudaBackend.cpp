@@ -61,9 +61,6 @@ namespace {
 
 template <typename S>
 class CudaQRState;
-/// A state for a new object (or a copy): an idle one from StatePool, else a new one.
-template <typename S>
-std::unique_ptr<CudaQRState<S>> takeOrMakeState();
 /// The QRState an object owns: `state` wrapped so that its destruction hands it to StatePool.
 template <typename S>
 std::unique_ptr<QRState<S>> pooled(std::unique_ptr<CudaQRState<S>> state);
@@ -88,7 +85,7 @@ class CudaQRState final : public QRState<S> {
 
   std::unique_ptr<QRState<S>> clone() const override {
     DeviceGuard g(m_ctx.device());
-    std::unique_ptr<CudaQRState> c = takeOrMakeState<S>();
+    std::unique_ptr<CudaQRState> c = StatePool::takeOrMake<CudaQRState>();
     c->m_nb = m_nb;
     c->m_panel = m_panel;
     c->setPrecision(m_precision);
@@ -680,15 +677,6 @@ class PooledCudaQRState final : public QRState<S> {
 };
 
 template <typename S>
-std::unique_ptr<CudaQRState<S>> takeOrMakeState() {
-  int device = 0;
-  TCQR_CHECK(cudaGetDevice(&device));
-  if (CudaQRState<S>* s = StatePool::instance().take<CudaQRState<S>>(device))
-    return std::unique_ptr<CudaQRState<S>>(s);
-  return std::unique_ptr<CudaQRState<S>>(StatePool::orRelease([] { return new CudaQRState<S>(); }, true));
-}
-
-template <typename S>
 std::unique_ptr<QRState<S>> pooled(std::unique_ptr<CudaQRState<S>> state) {
   return std::unique_ptr<QRState<S>>(new PooledCudaQRState<S>(std::move(state)));
 }
@@ -697,9 +685,7 @@ std::unique_ptr<QRState<S>> pooled(std::unique_ptr<CudaQRState<S>> state) {
 
 template <typename S>
 std::unique_ptr<QRState<S>> makeCudaQRState() {
-  // (Without a usable device there is nothing to take: CudaContext's constructor reports NoDevice.)
-  if (!cudaDeviceAvailable()) return pooled(std::unique_ptr<CudaQRState<S>>(new CudaQRState<S>()));
-  return pooled(takeOrMakeState<S>());
+  return pooled(StatePool::takeOrMake<CudaQRState<S>>());
 }
 template std::unique_ptr<QRState<float>> makeCudaQRState<float>();
 template std::unique_ptr<QRState<double>> makeCudaQRState<double>();

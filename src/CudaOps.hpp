@@ -15,6 +15,7 @@
 #include "Algorithms.hpp"
 #include "CudaCheck.hpp"
 #include "OpTrace.hpp"
+#include "StatePool.hpp"
 #include "kernels.hpp"
 
 namespace tcqr {
@@ -126,12 +127,14 @@ inline cublasOperation_t cuOp(Op o) { return o == Op::N ? CUBLAS_OP_N : CUBLAS_O
 // The Ops of Algorithms.hpp on the device.
 
 /// Converted operands of a low-precision GEMM: grow-only, sized before a factorization starts (see
-/// conversionBytes), grown with a synchronisation only if a later call needs more.
+/// conversionBytes), grown with a synchronisation only if a later call needs more. Growing retries once after freeing
+/// the device's idle kept states (StatePool::orRelease), as the allocations made before a factorization do.
 struct ConversionWork {
   DeviceBuffer<char> buffer;
   char* reserve(Index bytes, cudaStream_t stream) {
-    if (bytes > buffer.capacity()) TCQR_CHECK(cudaStreamSynchronize(stream));  // queued GEMMs may read the old one
-    return buffer.reserve(bytes);
+    if (bytes <= buffer.capacity()) return buffer.get();
+    TCQR_CHECK(cudaStreamSynchronize(stream));  // queued GEMMs may read the old one
+    return StatePool::orRelease([&] { return buffer.reserve(bytes); });
   }
 };
 

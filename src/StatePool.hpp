@@ -12,7 +12,9 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "CudaCheck.hpp"
 #include "Tunables.hpp"
+#include "tcqr/Backend.h"
 #include "tcqr/Error.h"
 
 namespace tcqr {
@@ -130,6 +132,19 @@ class StatePool {
       return state;
     }
     return nullptr;
+  }
+
+  /// A state of type T for a new owner on the current device: the most recently kept one (take), else a new one. A
+  /// new state's construction is retried once after the device's idle states are freed (orRelease with anyError).
+  /// Without a usable device nothing is taken, and T's constructor reports the missing device.
+  template <class T>
+  static std::unique_ptr<T> takeOrMake() {
+    if (cudaDeviceAvailable()) {
+      int device = 0;
+      TCQR_CHECK(cudaGetDevice(&device));
+      if (T* s = instance().take<T>(device)) return std::unique_ptr<T>(s);
+    }
+    return std::unique_ptr<T>(orRelease([] { return new T(); }, true));
   }
 
   /// Keeps `state` (made on `device` in `context`, holding `bytes` of device memory, ready for a new owner) if the
@@ -285,8 +300,8 @@ void giveToPool(std::unique_ptr<T>& s) noexcept {
     return;
   }
   StatePool& pool = StatePool::instance();
-  if (context == 0 || !pool.accepts(device, s->deviceBytes()) || !s->recycle()) return;
-  const std::size_t bytes = s->deviceBytes();
+  const std::size_t bytes = s->deviceBytes();  // (recycle() frees host memory only)
+  if (context == 0 || !pool.accepts(device, bytes) || !s->recycle()) return;
   pool.give(s.release(), device, context, bytes);
 }
 

@@ -365,14 +365,8 @@ class PooledCudaTallSkinnyState final : public TallSkinnyState<S> {
 
 template <typename S>
 std::unique_ptr<TallSkinnyState<S>> makeCudaTallSkinnyState() {
-  std::unique_ptr<CudaTallSkinnyState<S>> s;
-  if (cudaDeviceAvailable()) {  // (without a device there is nothing to take; the constructor reports NoDevice)
-    int device = 0;
-    TCQR_CHECK(cudaGetDevice(&device));
-    s.reset(StatePool::instance().take<CudaTallSkinnyState<S>>(device));
-  }
-  if (!s) s.reset(StatePool::orRelease([] { return new CudaTallSkinnyState<S>(); }, true));
-  return std::unique_ptr<TallSkinnyState<S>>(new PooledCudaTallSkinnyState<S>(std::move(s)));
+  return std::unique_ptr<TallSkinnyState<S>>(
+      new PooledCudaTallSkinnyState<S>(StatePool::takeOrMake<CudaTallSkinnyState<S>>()));
 }
 template std::unique_ptr<TallSkinnyState<float>> makeCudaTallSkinnyState<float>();
 template std::unique_ptr<TallSkinnyState<double>> makeCudaTallSkinnyState<double>();
