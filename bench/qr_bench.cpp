@@ -817,7 +817,7 @@ int main(int argc, char** argv) {
     std::string list;
     for (tcqr::Precision m : o.modes) list += (list.empty() ? "" : ",") + std::string(tcqr::precisionName(m));
     std::printf("modes: %s (Default = the library default, tcqr::resolvePrecision: FP64 for double; for float FP16x3\n"
-                "       from 1024 rows and columns and 2^26 entries, FP32 below; rows name the mode that ran)\n",
+                "       from 1024 rows and columns and 2^24 entries, FP32 below; rows name the mode that ran)\n",
                 list.c_str());
   }
   CsvWriter csv(o, card, date);

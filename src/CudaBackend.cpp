@@ -367,7 +367,7 @@ class CudaQRState final : public QRState<S> {
   // falls back to FP32 when its buffers do not fit (FP32 needs about 30% less here, no operand halves: 1126 against
   // about 1640 MiB at 8192^2), so that the default does not fail to factor where FP32 would succeed. On a device that
   // tight every compute() tries FP16x3 first and, after the out-of-memory error, releases everything and sizes for
-  // FP32: an allocation pass more, small next to a factorization of at least 2^26 entries. An explicitly requested
+  // FP32: an allocation pass more, small next to a factorization of at least 2^24 entries. An explicitly requested
   // mode does not fall back.
   void allocate(Index rows, Index cols) {
     const Precision mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Cuda, rows, cols);

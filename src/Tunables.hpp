@@ -264,10 +264,18 @@ inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n,
 }
 
 /// Precision::Default for float on the GPU (resolvePrecision): FP16x3 for matrices with at least
-/// kDefaultFp16x3MinDim = 1024 rows and columns and kDefaultFp16x3MinElements = 2^26 entries, FP32 below (and on
+/// kDefaultFp16x3MinDim = 1024 rows and columns and kDefaultFp16x3MinElements = 2^24 entries, FP32 below (and on
 /// the Host backend, where FP16x3's products would be emulated). FP16x3 keeps FP32-class accuracy (1.1-2.8x FP32's
 /// backward error, 0.9-2.0x cuSOLVER SGEQRF's; the most on tall 2048-column shapes), and these are the shapes where
-/// it is also faster. H100, one process, FP32 / FP16x3 medians
+/// it is also faster.
+/// H200 at eca90fe (bench/results/logs/2026-11-28-h200-default-threshold-eca90fe.log; FP32 / FP16x3 medians of 5,
+/// replayed from the CUDA graph, then queued directly): 6144^2 30.03 / 25.24 and 30.71 / 25.99 ms, 4096^2 15.61 / 14.35
+/// and 16.70 / 14.81, 8192 x 2048 8.43 / 7.78 and 9.19 / 8.27, 32768 x 1024 7.56 / 7.21 and 8.22 / 7.60, 16384 x 1024
+/// 4.40 / 4.25 and 4.79 / 4.68; below 2^24 entries FP16x3 lost queued directly (3072^2 11.61 / 12.07, 2048^2 6.75 /
+/// 7.22) and gained at most 5% replayed, 1024^2 equal. FP16x3's backward errors there were 1.2-1.5x FP32's and
+/// 0.87-1.19x SGEQRF's (4096^2 1.01e-6 against 7.54e-7 and 8.50e-7). From 2^26 until then: on the H100, before the
+/// later FP16x3 work (8f9a384, 6eda8f2, 2b35b76), the shapes between 2^24 and 2^26 measured within noise, as below.
+/// H100, one process, FP32 / FP16x3 medians
 /// (bench/results/logs/2026-11-27-h100-default-candidates-538ea9b.log): 262144 x 1024 27.2 / 25.6 ms, 8192^2 53.8 /
 /// 47.2, 20000 x 5000 57.1 / 48.4 (and the sweep: 131072 x 2048 -14%, 524288 x 2048 -21%, 16384^2 -28%, 32768^2
 /// -41%; at e77266e, ...-2026-11-28-h100-default-review-e77266e.log: 65536 x 1024 11.14 / 10.84, 1024 x 65536 12.16
@@ -276,7 +284,7 @@ inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n,
 /// 8.16.
 /// (Up to 512 columns FP16x3 runs every product in FP32 anyway, kFp16x3Fp32MaxDim.)
 constexpr std::ptrdiff_t kDefaultFp16x3MinDim = 1024;
-constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 26;
+constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. Off by default: on the H100 (2026-11-27, docs/DESIGN.md

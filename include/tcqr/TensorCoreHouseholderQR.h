@@ -269,7 +269,7 @@ class TensorCoreHouseholderQR : public SolverBase<TensorCoreHouseholderQR<Matrix
   }
 
   /// Arithmetic of the products inside the next compute() (tcqr::Precision::Default: FP64 for double; for float
-  /// FP16x3 on the GPU from 1024 rows and columns and 2^26 entries, FP32 below and on the host; see
+  /// FP16x3 on the GPU from 1024 rows and columns and 2^24 entries, FP32 below and on the host; see
   /// tcqr::Precision). Throws tcqr::Error for a mode of the other scalar type (e.g. FP16 for double).
   TensorCoreHouseholderQR& setPrecision(tcqr::Precision precision) {
     if (!tcqr::precisionSupported(precision, std::is_same<Scalar, double>::value))

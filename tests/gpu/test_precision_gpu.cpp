@@ -183,7 +183,7 @@ TEST_SUITE("gpu") {
     CHECK(tcqr_test::report("backward", backward) <= tcqr_test::modeBounds(Precision::FP32).backward);
   }
 
-  // Precision::Default for float on the GPU (tcqr::resolvePrecision): FP16x3 from 1024 rows and columns and 2^26
+  // Precision::Default for float on the GPU (tcqr::resolvePrecision): FP16x3 from 1024 rows and columns and 2^24
   // entries, and its factorization is FP16x3's (much closer to an explicit FP16x3 than to FP32: on one device the runs
   // are expected to agree bitwise), within FP16x3's accuracy; a copy keeps the mode; when the device is short of memory
   // for FP16x3's operand workspace, FP32's factorization instead (while an explicit FP16x3 fails with out-of-memory),

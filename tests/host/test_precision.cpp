@@ -93,15 +93,16 @@ TEST_CASE("precision names and applicability") {
   CHECK(resolvePrecision(Precision::FP32, false, Backend::Cuda, 16384, 16384) == Precision::FP32);
   CHECK(resolvePrecision(Precision::FP64Emulated, true, Backend::Host, 100, 100) == Precision::FP64Emulated);
   // Default: FP64 for double anywhere; float FP32 on the host at any size, FP16x3 on the GPU from 1024 rows and
-  // columns and 2^26 entries (Tunables.hpp, kDefaultFp16x3MinDim / kDefaultFp16x3MinElements).
+  // columns and 2^24 entries (Tunables.hpp, kDefaultFp16x3MinDim / kDefaultFp16x3MinElements).
   for (Backend b : {Backend::Host, Backend::Cuda}) {
     CHECK(resolvePrecision(Precision::Default, true, b, 16384, 16384) == Precision::FP64);
     CHECK(resolvePrecision(Precision::Default, true, b, 10, 10) == Precision::FP64);
   }
   CHECK(resolvePrecision(Precision::Default, false, Backend::Host, 16384, 16384) == Precision::FP32);
   CHECK(resolvePrecision(Precision::Default, false, Backend::Host, 10, 10) == Precision::FP32);
-  const std::vector<std::pair<Index, Index>> fp16x3 = {{8192, 8192}, {65536, 1024}, {1024, 65536}, {20000, 5000}};
-  const std::vector<std::pair<Index, Index>> fp32 = {{8191, 8192}, {65535, 1024}, {4096, 4096}, {1048576, 1023},
+  const std::vector<std::pair<Index, Index>> fp16x3 = {{8192, 8192}, {4096, 4096}, {16384, 1024}, {1024, 16384},
+                                                       {8192, 2048}, {65536, 1024}, {20000, 5000}};
+  const std::vector<std::pair<Index, Index>> fp32 = {{4095, 4096}, {16383, 1024}, {3000, 3000}, {1048576, 1023},
                                                      {1023, 1048576}, {1000, 1000}, {0, 0}};
   for (const auto& s : fp16x3) {
     INFO(s.first << " x " << s.second);
