@@ -136,14 +136,13 @@ class StatePool {
 
   /// A state of type T for a new owner on the current device: the most recently kept one (take), else a new one. A
   /// new state's construction is retried once after the device's idle states are freed (orRelease with anyError).
-  /// Without a usable device nothing is taken, and T's constructor reports the missing device.
+  /// Without a usable device nothing is taken or retried: T's constructor reports the missing device.
   template <class T>
   static std::unique_ptr<T> takeOrMake() {
-    if (cudaDeviceAvailable()) {
-      int device = 0;
-      TCQR_CHECK(cudaGetDevice(&device));
-      if (T* s = instance().take<T>(device)) return std::unique_ptr<T>(s);
-    }
+    if (!cudaDeviceAvailable()) return std::unique_ptr<T>(new T());
+    int device = 0;
+    TCQR_CHECK(cudaGetDevice(&device));
+    if (T* s = instance().take<T>(device)) return std::unique_ptr<T>(s);
     return std::unique_ptr<T>(orRelease([] { return new T(); }, true));
   }
 

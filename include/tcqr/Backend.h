@@ -69,7 +69,7 @@ enum class Panel { Auto, Geqrf, Tsqr };
 /// factorization.
 /// Default (resolvePrecision): FP64 for double. For float, FP16x3 on the GPU for matrices with at least 1024 rows
 /// and columns and 2^24 entries (4096^2, 16384 x 1024, ...), FP32 for smaller ones and on the Host backend: FP16x3
-/// keeps FP32-class accuracy (1.1-2.8x FP32's backward error, 0.9-2.0x cuSOLVER SGEQRF's) and is faster than FP32
+/// keeps FP32-class accuracy (1.1-2.8x FP32's backward error, 0.87-2.0x cuSOLVER SGEQRF's) and is faster than FP32
 /// only on those shapes (H200: 4096^2 1.09-1.13x, 16384^2 1.7x; below them level or slower). If the GPU has too little
 /// memory for FP16x3's operand workspace (two halves per entry of the largest product's operands, about twice the
 /// matrix), Default falls back to FP32. TensorCoreHouseholderQR::activePrecision() tells which mode a factorization

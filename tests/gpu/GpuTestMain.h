@@ -1,7 +1,8 @@
 // GpuTestMain.h - the main() of every GPU test program (tests/gpu/test_*.cpp, after DOCTEST_CONFIG_IMPLEMENT and
 // doctest.h), and the device helpers they share (DeviceArray, freeDeviceMemory). main() exits 77 (CTest:
 // SKIP_RETURN_CODE, reported as skipped) when no CUDA device is usable, otherwise names the device, so that every log
-// says which card ran it, and runs doctest with the command line.
+// says which card ran it, and runs doctest with the command line. Test cases whose names contain "two devices" are
+// filtered out on a machine with fewer than two devices, so that doctest's summary counts them as skipped.
 #ifndef TCQR_TESTS_GPU_GPUTESTMAIN_H
 #define TCQR_TESTS_GPU_GPUTESTMAIN_H
 
@@ -49,6 +50,11 @@ inline int runGpuTests(int argc, char** argv) {
   if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
     std::printf("CUDA device %d: %s, %.1f GiB\n", dev, prop.name, double(prop.totalGlobalMem) / (1 << 30));
   doctest::Context context;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 2) {
+    cudaGetLastError();
+    context.addFilter("test-case-exclude", "*two devices*");
+  }
   context.applyCommandLine(argc, argv);
   return context.run();
 }
