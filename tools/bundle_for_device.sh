@@ -45,13 +45,13 @@ for want in "$@"; do
   [[ -x "build-dev/bin/$want" ]] || { echo "bundle_for_device.sh: no program $want in $src" >&2; exit 2; }
 done
 # COMMIT names HEAD at bundle time (with -dirty for uncommitted edits of the code), which is what the programs were
-# built from only if they were built after the last commit or edit of the code: say so when one is older (rebuild).
+# built from only if they were built after the last edit of the code: say so when one is older (rebuild). The code's
+# files' modification times are what counts (a commit made after the build, of the files the build read, does not
+# make the programs stale; until 2026-11-28 the commit's time was used, which flagged exactly that case).
 code=(include src kernels tests bench examples CMakeLists.txt ':(exclude)bench/results')
 commit="$(git rev-parse --short HEAD)"
 git diff --quiet HEAD -- "${code[@]}" || commit="$commit-dirty"
-code_time="$(git log -1 --format=%ct -- "${code[@]}")"
-newest_edit="$(git diff --name-only HEAD -- "${code[@]}" | xargs -r stat -c %Y 2>/dev/null | sort -n | tail -1)"
-[[ -n "$newest_edit" && "$newest_edit" -gt "$code_time" ]] && code_time="$newest_edit"
+code_time="$(git ls-files -z -- "${code[@]}" | xargs -0 -r stat -c %Y 2>/dev/null | sort -n | tail -1)"
 for f in build-dev/bin/*; do
   if [[ "$(stat -c %Y "$f")" -lt "$code_time" ]]; then
     echo "bundle_for_device.sh: warning: $(basename "$f") is older than the last change of the code; COMMIT ($commit)" \
