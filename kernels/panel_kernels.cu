@@ -423,8 +423,20 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 
 /// The launch configuration of one cluster of c blocks (the whole grid) on `stream`.
 struct ClusterLaunch {
-  cudaLaunchAttribute attr[1] = {};
+  cudaLaunchAttribute attr[2] = {};
   cudaLaunchConfig_t cfg = {};
+  // Experiment (TCQR_PANEL_PRIORITY=1): the device's greatest stream priority for the panel, so that its blocks are
+  // placed before queued GEMM blocks of the look-ahead lanes.
+  static int priority() {
+    static const int p = [] {
+      const char* v = std::getenv("TCQR_PANEL_PRIORITY");
+      if (v == nullptr || std::atoi(v) == 0) return 0;
+      int least = 0, greatest = 0;
+      if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) return 0;
+      return greatest;
+    }();
+    return p;
+  }
   ClusterLaunch(int c, cudaStream_t stream) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(c);
@@ -435,6 +447,11 @@ struct ClusterLaunch {
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
+    if (const int p = priority()) {
+      attr[1].id = cudaLaunchAttributePriority;
+      attr[1].val.priority = p;
+      cfg.numAttrs = 2;
+    }
   }
   ClusterLaunch(const ClusterLaunch&) = delete;  // cfg points into attr
   ClusterLaunch& operator=(const ClusterLaunch&) = delete;

@@ -329,7 +329,7 @@ class CudaQRState final : public QRState<S> {
   /// than the default in TF32 and 5% slower in FP64 at 16384^2 (H100, docs/DESIGN.md, "Panels").
   Index panelKernelRows(Index rows, Index cols) const {
     if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
-    if (lookaheadLanes(m_mode, rows, cols) > 0) return 0;
+    if (lookaheadLanes(m_mode, rows, cols) > 0 && !lookaheadPanelKernel()) return 0;
     return kernels::householderPanelMaxRows<S>();
   }
 
@@ -535,6 +535,16 @@ class CudaQRState final : public QRState<S> {
                             std::uintptr_t(m_hostWork.size())};
     // The flag values themselves: a column certain to get the identity (kSureIdentity) is left out of the work,
     // one that may get it (kMaybeIdentity) is a leaf of its own.
+    key.push_back(std::uintptr_t(ops.laneCount));
+    key.push_back(std::uintptr_t(lookaheadReserveSMs(ops.mode) + 1));
+    for (int q = 0; q < ops.laneCount; ++q) {  // the lanes' streams, handles and workspaces
+      const CudaLane& l = ops.laneTable[q];
+      key.push_back(addr(l.stream));
+      key.push_back(addr(l.conversion->buffer.get()));
+      key.push_back(std::uintptr_t(l.conversion->buffer.capacity()));
+      key.push_back(addr(l.partials->buffer.get()));
+      key.push_back(std::uintptr_t(l.partials->buffer.capacity()));
+    }
     key.reserve(key.size() + identity.size());
     for (char c : identity) key.push_back(std::uintptr_t(static_cast<unsigned char>(c)));
     return key;
@@ -545,7 +555,7 @@ class CudaQRState final : public QRState<S> {
   // a blocking stream (while it is captured, any use of the legacy stream, by any thread, would be invalid), nor on
   // a stream the caller is capturing itself.
   bool graphable(const CudaOps<S>& ops, cudaStream_t s) const {
-    if (!graphReplayEnabled() || ops.trace || ops.laneCount > 0 || s == nullptr || s == cudaStreamLegacy ||
+    if (!graphReplayEnabled() || ops.trace || (ops.laneCount > 0 && !lookaheadGraphEnabled()) || s == nullptr || s == cudaStreamLegacy ||
         s == cudaStreamPerThread)
       return false;
     unsigned flags = 0;

@@ -209,6 +209,11 @@ class CudaContext {
       TCQR_CHECK(cublasSetEmulationStrategy(l.blas, m_emulation));
       TCQR_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
       TCQR_CHECK(cublasSetStream(l.blas, l.stream));
+      if (graphReplayEnabled()) {  // as applyStream: captured GEMMs on an explicit workspace
+        DeviceBuffer<char>& w = m_laneBlasWorkspace[static_cast<size_t>(q)];
+        if (w.capacity() == 0) w.reserve(Index(32) << 20);
+        TCQR_CHECK(cublasSetWorkspace(l.blas, w.get(), size_t(w.capacity())));
+      }
       l.conversion = &m_laneConversion[static_cast<size_t>(q)];
       l.partials = &m_lanePartials[static_cast<size_t>(q)];
     } catch (...) {
@@ -245,6 +250,7 @@ class CudaContext {
   void destroy() noexcept {
     for (CudaLane& l : m_lanes) destroyLane(l);
     releaseLaneBuffers();
+    for (DeviceBuffer<char>& w : m_laneBlasWorkspace) w.release();
     if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
     if (m_params) cusolverDnDestroyParams(m_params);
     if (m_solver) cusolverDnDestroy(m_solver);
@@ -273,6 +279,7 @@ class CudaContext {
   mutable std::array<CudaLane, kMaxLanes> m_lanes{};
   mutable std::array<ConversionWork, kMaxLanes> m_laneConversion{};
   mutable std::array<ConversionWork, kMaxLanes> m_lanePartials{};
+  mutable std::array<DeviceBuffer<char>, kMaxLanes> m_laneBlasWorkspace{};
   mutable std::unique_ptr<OpTrace> m_trace;  ///< TCQR_TRACE=1 only
 };
 

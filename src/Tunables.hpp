@@ -304,6 +304,22 @@ inline int lookaheadReserveSMs(Precision mode) {
   (void)mode;
   return -1;
 }
+/// Experiments (2026-11-28, branch wip/lanes-graph): TCQR_LOOKAHEAD_GRAPH=1 lets factorQueued capture and replay
+/// factorizations with look-ahead lanes (a DAG of the main lane and the lanes); TCQR_PANEL_KERNEL=2 lets the lanes use
+/// the one-kernel panel; TCQR_PANEL_PRIORITY=1 launches the panel kernel at the device's greatest stream priority
+/// (kept in graphs through cudaGraphInstantiateFlagUseNodePriority).
+inline bool lookaheadGraphEnabled() {
+  const char* v = std::getenv("TCQR_LOOKAHEAD_GRAPH");
+  return v != nullptr && std::atoi(v) != 0;
+}
+inline bool lookaheadPanelKernel() {
+  const char* v = std::getenv("TCQR_PANEL_KERNEL");
+  return v != nullptr && std::atoi(v) == 2;
+}
+inline bool panelPriorityEnabled() {
+  const char* v = std::getenv("TCQR_PANEL_PRIORITY");
+  return v != nullptr && std::atoi(v) != 0;
+}
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).
 /// Read on every product (tests compare both ways in one process).
