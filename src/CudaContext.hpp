@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
+#include <cuda.h>
 #include <memory>
 
 #include "CudaOps.hpp"
@@ -200,6 +202,55 @@ class CudaContext {
   }
 
  private:
+  /// Experiment (TCQR_LANES_GREEN=<SMs>): a non-blocking stream of a green context of about that many
+  /// multiprocessors of m_device (whole GPU processing clusters where the split allows), so that the lanes' GEMMs
+  /// leave the other clusters' SMs whole to the main lane's cluster-launched panels. nullptr where it cannot be made.
+  static cudaStream_t greenLaneStream(int device) {
+    const char* v = std::getenv("TCQR_LANES_GREEN");
+    if (v == nullptr || std::atoi(v) <= 0) return nullptr;
+    const unsigned want = static_cast<unsigned>(std::atoi(v));
+    auto fn = [](const char* name) {
+      void* p = nullptr;
+      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+      if (cudaGetDriverEntryPointByVersion(name, &p, 12040, cudaEnableDefault, &q) != cudaSuccess ||
+          q != cudaDriverEntryPointSuccess)
+        p = nullptr;
+      cudaGetLastError();
+      return p;
+    };
+    using GetRes = CUresult (*)(CUdevice, CUdevResource*, CUdevResourceType);
+    using Split = CUresult (*)(CUdevResource*, unsigned*, const CUdevResource*, CUdevResource*, unsigned, unsigned);
+    using Desc = CUresult (*)(CUdevResourceDesc*, CUdevResource*, unsigned);
+    using Create = CUresult (*)(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned);
+    using MakeStream = CUresult (*)(CUstream*, CUgreenCtx, unsigned, int);
+    static CUgreenCtx ctx = [&]() -> CUgreenCtx {
+      auto getRes = reinterpret_cast<GetRes>(fn("cuDeviceGetDevResource"));
+      auto split = reinterpret_cast<Split>(fn("cuDevSmResourceSplitByCount"));
+      auto desc = reinterpret_cast<Desc>(fn("cuDevResourceGenerateDesc"));
+      auto create = reinterpret_cast<Create>(fn("cuGreenCtxCreate"));
+      if (!getRes || !split || !desc || !create) return nullptr;
+      CUdevResource all{}, group{}, rest{};
+      if (getRes(CUdevice(device), &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS) return nullptr;
+      unsigned groups = 1;
+      if (split(&group, &groups, &all, &rest, 0, want) != CUDA_SUCCESS || groups != 1) return nullptr;
+      std::fprintf(stderr, "tcqr green lanes: %u of %u SMs (min partition %u, co-scheduled alignment %u), rest %u\n",
+                   group.sm.smCount, all.sm.smCount, all.sm.minSmPartitionSize, all.sm.smCoscheduledAlignment,
+                   rest.sm.smCount);
+      CUdevResourceDesc d = nullptr;
+      if (desc(&d, &group, 1) != CUDA_SUCCESS) return nullptr;
+      CUgreenCtx g = nullptr;
+      if (create(&g, d, CUdevice(device), CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) return nullptr;
+      return g;
+    }();
+    auto makeStream = reinterpret_cast<MakeStream>(fn("cuGreenCtxStreamCreate"));
+    CUstream st = nullptr;
+    if (ctx == nullptr || makeStream == nullptr || makeStream(&st, ctx, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "tcqr green lanes: not available\n");
+      return nullptr;
+    }
+    return st;
+  }
+
   void createLane(CudaLane& l, int q) const {
     try {
       TCQR_CHECK(cudaEventCreateWithFlags(&l.fork, cudaEventDisableTiming));
@@ -207,7 +258,8 @@ class CudaContext {
       TCQR_CHECK(cublasCreate(&l.blas));
       TCQR_CHECK(cublasSetMathMode(l.blas, CUBLAS_DEFAULT_MATH));
       TCQR_CHECK(cublasSetEmulationStrategy(l.blas, m_emulation));
-      TCQR_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+      l.stream = greenLaneStream(m_device);
+      if (!l.stream) TCQR_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
       TCQR_CHECK(cublasSetStream(l.blas, l.stream));
       if (graphReplayEnabled()) {  // as applyStream: captured GEMMs on an explicit workspace
         DeviceBuffer<char>& w = m_laneBlasWorkspace[static_cast<size_t>(q)];
