@@ -212,7 +212,7 @@ class CudaContext {
     auto fn = [](const char* name) {
       void* p = nullptr;
       cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-      if (cudaGetDriverEntryPointByVersion(name, &p, 12040, cudaEnableDefault, &q) != cudaSuccess ||
+      if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &q) != cudaSuccess ||
           q != cudaDriverEntryPointSuccess)
         p = nullptr;
       cudaGetLastError();
@@ -237,15 +237,24 @@ class CudaContext {
                    group.sm.smCount, all.sm.smCount, all.sm.minSmPartitionSize, all.sm.smCoscheduledAlignment,
                    rest.sm.smCount);
       CUdevResourceDesc d = nullptr;
-      if (desc(&d, &group, 1) != CUDA_SUCCESS) return nullptr;
+      CUresult r = desc(&d, &group, 1);
+      if (r != CUDA_SUCCESS) {
+        std::fprintf(stderr, "tcqr green lanes: cuDevResourceGenerateDesc %d\n", int(r));
+        return nullptr;
+      }
       CUgreenCtx g = nullptr;
-      if (create(&g, d, CUdevice(device), CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) return nullptr;
+      r = create(&g, d, CUdevice(device), CU_GREEN_CTX_DEFAULT_STREAM);
+      if (r != CUDA_SUCCESS) {
+        std::fprintf(stderr, "tcqr green lanes: cuGreenCtxCreate %d\n", int(r));
+        return nullptr;
+      }
       return g;
     }();
     auto makeStream = reinterpret_cast<MakeStream>(fn("cuGreenCtxStreamCreate"));
     CUstream st = nullptr;
-    if (ctx == nullptr || makeStream == nullptr || makeStream(&st, ctx, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) {
-      std::fprintf(stderr, "tcqr green lanes: not available\n");
+    const CUresult r = ctx && makeStream ? makeStream(&st, ctx, CU_STREAM_NON_BLOCKING, 0) : CUDA_ERROR_NOT_SUPPORTED;
+    if (r != CUDA_SUCCESS) {
+      std::fprintf(stderr, "tcqr green lanes: not available (%d)\n", int(r));
       return nullptr;
     }
     return st;
