@@ -425,19 +425,7 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 struct ClusterLaunch {
   cudaLaunchAttribute attr[2] = {};
   cudaLaunchConfig_t cfg = {};
-  // Experiment (TCQR_PANEL_PRIORITY=1): the device's greatest stream priority for the panel, so that its blocks are
-  // placed before queued GEMM blocks of the look-ahead lanes.
-  static int priority() {
-    static const int p = [] {
-      const char* v = std::getenv("TCQR_PANEL_PRIORITY");
-      if (v == nullptr || std::atoi(v) == 0) return 0;
-      int least = 0, greatest = 0;
-      if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) return 0;
-      return greatest;
-    }();
-    return p;
-  }
-  ClusterLaunch(int c, cudaStream_t stream) {
+  ClusterLaunch(int c, cudaStream_t stream, int priority = 0) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(c);
     attr[0].val.clusterDim.y = 1;
@@ -447,9 +435,9 @@ struct ClusterLaunch {
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    if (const int p = priority()) {
+    if (priority != 0) {
       attr[1].id = cudaLaunchAttributePriority;
-      attr[1].val.priority = p;
+      attr[1].val.priority = priority;
       cfg.numAttrs = 2;
     }
   }
@@ -512,8 +500,9 @@ template <typename S>
 constexpr int kPanelMaxR = sizeof(S) == 4 ? 4 : 2;
 
 template <typename S, int R>
-void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream) {
-  const ClusterLaunch launch(C, stream);
+void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream,
+                  int priority) {
+  const ClusterLaunch launch(C, stream, priority);
   // (st.async is undefined in a cluster of one block: PTX ISA, st.async. Panels of at most 256 rows keep the barrier.)
   auto kernel =
       panelExchangeAsync() && C > 1 ? householderPanelKernel<S, R, true> : householderPanelKernel<S, R, false>;
@@ -538,7 +527,7 @@ Index householderPanelMaxRows() {
 
 template <typename S>
 void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
-                            int rowsPerThread) {
+                            int rowsPerThread, int priority) {
   if (m <= 0 || n <= 0) return;
   const Index maxRows = householderPanelMaxRows<S>();
   if (n > kPanelCols || m < n || m > maxRows)
@@ -552,21 +541,22 @@ void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Ind
   while (R < rowsPerThread && R < kPanelMaxR<S>) R *= 2;
   const int C = static_cast<int>((m + Index(R) * kPanelThreads - 1) / (Index(R) * kPanelThreads));
   switch (R) {
-    case 1: launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream); break;
-    case 2: launchPanelR<S, 2>(A, lda, m, n, tau, T, ldt, C, stream); break;
+    case 1: launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+    case 2: launchPanelR<S, 2>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
     default:
       if constexpr (sizeof(S) == 4) launchPanelR<float, 4>(reinterpret_cast<float*>(A), lda, m, n,
                                                             reinterpret_cast<float*>(tau),
-                                                            reinterpret_cast<float*>(T), ldt, C, stream);
+                                                            reinterpret_cast<float*>(T), ldt, C, stream, priority);
       break;
   }
 }
 
 template Index householderPanelMaxRows<float>();
 template Index householderPanelMaxRows<double>();
-template void launchHouseholderPanel<float>(float*, Index, Index, Index, float*, float*, Index, cudaStream_t, int);
+template void launchHouseholderPanel<float>(float*, Index, Index, Index, float*, float*, Index, cudaStream_t, int,
+                                            int);
 template void launchHouseholderPanel<double>(double*, Index, Index, Index, double*, double*, Index, cudaStream_t,
-                                             int);
+                                             int, int);
 
 }  // namespace kernels
 }  // namespace tcqr

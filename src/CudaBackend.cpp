@@ -93,7 +93,7 @@ class CudaQRState final : public QRState<S> {
     synchronize();
     // Sized for the storage precision: a copy only multiplies by Q and solves (in S, makeOps), and its next compute()
     // sizes its buffers again, so FP16x3's operand workspace (about twice the matrix) would be dead weight.
-    c->allocateOrRelease(m_rows, m_cols, kStorageMode);
+    c->allocateOrRelease(m_rows, m_cols, kStorageMode, 0);  // (no lanes: it factors nothing)
     c->m_mode = m_mode;  // the mode the copied factorization ran in
     const Index k = std::min(m_rows, m_cols);
     copyD2D(c->m_a.get(), m_a.get(), m_rows * m_cols);
@@ -138,6 +138,13 @@ class CudaQRState final : public QRState<S> {
       m_hostFlags.get()[0] = m_hostFlags.get()[1] = 0;
       m_stage.release();
       m_ctx.dropTrace();
+      // A kept state holds no look-ahead lanes: their green context would make cudaDeviceReset() fail (CudaContext::
+      // greenLaneStream). The graphs may refer to the lanes' streams.
+      if (m_ctx.hasLanes()) {
+        m_graph.clear();
+        m_ctx.releaseLanes();
+        m_laneCount = 0;
+      }
       return true;
     } catch (...) {
       return false;
@@ -324,12 +331,13 @@ class CudaQRState final : public QRState<S> {
     return rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols) &&
            !(panelKind() == PanelKind::Hybrid && rows <= panelKernelRows(rows, cols));
   }
-  /// usePanelKernel's row limit for a rows x cols factorization (0: the one-kernel panel is not used). Not with the
-  /// look-ahead lanes, which keep the TSQR panels: with the kernel (barrier exchange, fe74d41) they were 1.5% faster
-  /// than the default in TF32 and 5% slower in FP64 at 16384^2 (H100, docs/DESIGN.md, "Panels").
+  /// usePanelKernel's row limit for a rows x cols factorization (0: the one-kernel panel is not used). Also with the
+  /// look-ahead lanes since they run on a green context (until then they kept the TSQR panels: docs/DESIGN.md
+  /// "Panels").
   Index panelKernelRows(Index rows, Index cols) const {
+    (void)rows;
+    (void)cols;
     if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
-    if (lookaheadLanes(m_mode, rows, cols) > 0 && !lookaheadPanelKernel()) return 0;
     return kernels::householderPanelMaxRows<S>();
   }
 
@@ -354,7 +362,7 @@ class CudaQRState final : public QRState<S> {
       ops.panelKernelRows = panelKernelRows(m_rows, m_cols);
       ops.panelRowsPerThread = panelKernelRowsPerThread();
       // factorRecursive's look-ahead; allocate() sized the scratch for this many lanes.
-      m_ctx.fillLanes(ops, lookaheadLanes(mode, m_rows, m_cols), lookaheadReserveSMs(mode));
+      m_ctx.fillLanes(ops, m_laneCount, lookaheadReserveSMs(mode));
     }
     return ops;
   }
@@ -369,23 +377,36 @@ class CudaQRState final : public QRState<S> {
   // tight every compute() tries FP16x3 first and, after the out-of-memory error, releases everything and sizes for
   // FP32: an allocation pass more, small next to a factorization of at least 2^24 entries. An explicitly requested
   // mode does not fall back.
+  //
+  // Likewise the look-ahead lanes where they are on by default (FP64 from 8192^2, Tunables.hpp lookaheadLanes): each
+  // lane holds scratch and GEMM workspaces of its own, and where they do not fit the factorization runs without them
+  // (an explicit TCQR_LOOKAHEAD does not fall back).
   void allocate(Index rows, Index cols) {
     const Precision mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Cuda, rows, cols);
-    if (m_precision == Precision::Default && mode == Precision::FP16x3) {
+    struct Choice {
+      Precision mode;
+      int lanes;
+    };
+    Choice choices[3];
+    int count = 0;
+    const int lanes = lookaheadLanes(mode, rows, cols);
+    choices[count++] = {mode, lanes};
+    if (lanes > 0 && !lookaheadLanesFromEnv()) choices[count++] = {mode, 0};
+    if (m_precision == Precision::Default && mode == Precision::FP16x3)
+      choices[count++] = {Precision::FP32, lookaheadLanes(Precision::FP32, rows, cols)};
+    for (int i = 0; i + 1 < count; ++i) {
       try {
-        allocateOrRelease(rows, cols, mode);
+        allocateOrRelease(rows, cols, choices[i].mode, choices[i].lanes);
         return;
       } catch (const Error& e) {
         if (!e.isOutOfMemory()) throw;
       }
-      allocateOrRelease(rows, cols, Precision::FP32);
-      return;
     }
-    allocateOrRelease(rows, cols, mode);
+    allocateOrRelease(rows, cols, choices[count - 1].mode, choices[count - 1].lanes);
   }
   // allocateIn, and once more after freeing the device's idle states (StatePool) if it was out of memory.
-  void allocateOrRelease(Index rows, Index cols, Precision mode) {
-    StatePool::orRelease([&] { allocateIn(rows, cols, mode); });
+  void allocateOrRelease(Index rows, Index cols, Precision mode, int lanes) {
+    StatePool::orRelease([&] { allocateIn(rows, cols, mode, lanes); });
   }
   // b.reserve(count), likewise.
   template <typename T>
@@ -395,10 +416,9 @@ class CudaQRState final : public QRState<S> {
 
   // Sizes every buffer a factorization of rows x cols in `mode` needs. On failure (out of memory) all device memory
   // of the object is released, so a failed compute() leaks nothing and the next one starts clean.
-  void allocateIn(Index rows, Index cols, Precision mode) {
+  void allocateIn(Index rows, Index cols, Precision mode, int lanes) {
     const Index k = std::min(rows, cols);
-    // T (k x k) of the compact WY form: the factorization keeps no m x k W.
-    const int lanes = lookaheadLanes(mode, rows, cols);  // factorRecursive's look-ahead
+    // T (k x k) of the compact WY form: the factorization keeps no m x k W. `lanes`: factorRecursive's look-ahead.
     const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(k * k, 1), std::max<Index>(k, 1),
                            std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes), 1)};
     const Index convBytes = conversionBytes(mode, rows, cols);
@@ -439,6 +459,7 @@ class CudaQRState final : public QRState<S> {
     m_rows = rows;
     m_cols = cols;
     m_mode = mode;
+    m_laneCount = lanes;
   }
 
   // After a failed allocation: nothing is kept (the object is empty and reusable, see the out-of-memory test).
@@ -446,6 +467,7 @@ class CudaQRState final : public QRState<S> {
     m_graph.clear();
     m_rows = m_cols = 0;
     m_mode = Precision::Default;
+    m_laneCount = 0;
     m_workQueried = std::make_pair(Index(-1), Index(-1));
     m_a.release();
     m_t.release();
@@ -536,8 +558,8 @@ class CudaQRState final : public QRState<S> {
     // The flag values themselves: a column certain to get the identity (kSureIdentity) is left out of the work,
     // one that may get it (kMaybeIdentity) is a leaf of its own.
     key.push_back(std::uintptr_t(ops.laneCount));
-    key.push_back(std::uintptr_t(lookaheadReserveSMs(ops.mode) + 1));
-    for (int q = 0; q < ops.laneCount; ++q) {  // the lanes' streams, handles and workspaces
+    key.push_back(std::uintptr_t(lookaheadReserveSMs(ops.mode) + 1));  // (the lanes' cuBLAS SM target)
+    for (int q = 0; q < ops.laneCount; ++q) {  // the lanes' streams and workspaces
       const CudaLane& l = ops.laneTable[q];
       key.push_back(addr(l.stream));
       key.push_back(addr(l.conversion->buffer.get()));
@@ -551,11 +573,11 @@ class CudaQRState final : public QRState<S> {
   }
 
   // Whether factorQueued may capture or replay on stream s: not with the trace (its events synchronize per
-  // operation) or the look-ahead lanes (work on other streams); not on the legacy or per-thread default stream, nor on
+  // operation); not on the legacy or per-thread default stream, nor on
   // a blocking stream (while it is captured, any use of the legacy stream, by any thread, would be invalid), nor on
   // a stream the caller is capturing itself.
   bool graphable(const CudaOps<S>& ops, cudaStream_t s) const {
-    if (!graphReplayEnabled() || ops.trace || (ops.laneCount > 0 && !lookaheadGraphEnabled()) || s == nullptr || s == cudaStreamLegacy ||
+    if (!graphReplayEnabled() || ops.trace || s == nullptr || s == cudaStreamLegacy ||
         s == cudaStreamPerThread)
       return false;
     unsigned flags = 0;
@@ -598,7 +620,8 @@ class CudaQRState final : public QRState<S> {
       ~Restore() { target.swap(saved); }
     } restore{m_blocks, m_blocks};
     m_blocks.clear();
-    m_graph.capture(key, s, queue, [&] { return FactorGraph::Host(m_blocks.begin(), m_blocks.end()); });
+    m_graph.capture(key, s, ops.laneCount > 0, queue,
+                    [&] { return FactorGraph::Host(m_blocks.begin(), m_blocks.end()); });
   }
 
   void finishFactor(const CudaOps<S>& ops) {
@@ -628,6 +651,7 @@ class CudaQRState final : public QRState<S> {
   Panel m_panel = Panel::Auto;
   Precision m_precision = Precision::Default;
   Precision m_mode = Precision::Default;  // of the current factorization (allocate)
+  int m_laneCount = 0;                     // its look-ahead lanes (allocate)
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
   FactorGraph m_graph;  // the recursion's graphs (factorQueued)
 };

@@ -11,8 +11,10 @@
 #include <cstdlib>
 #include <cuda.h>
 #include <memory>
+#include <type_traits>
 
 #include "CudaOps.hpp"
+#include "FactorGraph.hpp"
 #include "StatePool.hpp"
 
 namespace tcqr {
@@ -135,6 +137,7 @@ class CudaContext {
     }
     ops.laneTable = m_lanes.data();
     ops.laneCount = count;
+    ops.panelPriority = greatestPriority();  // (placed before the lanes' queued GEMM blocks)
   }
   /// Creates the first `count` lanes and sizes their GEMM workspaces like the main lane's (`conversionBytes`,
   /// `partialBytes`): a lane's product runs in column passes as wide as its partials workspace holds, so an empty
@@ -159,8 +162,28 @@ class CudaContext {
   std::size_t deviceBytes() const noexcept {
     std::size_t bytes = static_cast<std::size_t>(m_blasWorkspace.capacity());
     for (size_t q = 0; q < m_lanes.size(); ++q)
-      bytes += static_cast<std::size_t>(m_laneConversion[q].buffer.capacity() + m_lanePartials[q].buffer.capacity());
+      bytes += static_cast<std::size_t>(m_laneConversion[q].buffer.capacity() + m_lanePartials[q].buffer.capacity() +
+                                        m_laneBlasWorkspace[q].capacity());
     return bytes;
+  }
+  /// Whether look-ahead lanes exist (made by fillLanes or reserveLanes).
+  bool hasLanes() const noexcept { return m_lanes[0].stream != nullptr; }
+  /// Destroys the lanes (streams, handles, events, workspaces) and the green context, after the work queued on them
+  /// (the caller synchronized). For the state pool (a kept state must not hold a green context, which would make a
+  /// later cudaDeviceReset() fail) and destroy(); the next fillLanes makes them again.
+  void releaseLanes() const noexcept {
+    for (CudaLane& l : m_lanes) destroyLane(l);
+    releaseLaneBuffers();
+    for (DeviceBuffer<char>& w : m_laneBlasWorkspace) w.release();
+    if (m_green) greenApi().destroy(m_green);
+    m_green = nullptr;
+    m_greenFailed = false;
+  }
+  /// The device's greatest stream priority (for the panel kernels beside the lanes' GEMMs).
+  int greatestPriority() const {
+    int least = 0, greatest = 0;
+    TCQR_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    return greatest;
   }
   /// Frees the lanes' GEMM workspaces (after a failed allocation; they grow again on demand).
   void releaseLaneBuffers() const noexcept {
@@ -202,61 +225,74 @@ class CudaContext {
   }
 
  private:
-  /// Experiment (TCQR_LANES_GREEN=<SMs>): a non-blocking stream of a green context of about that many
-  /// multiprocessors of m_device (whole GPU processing clusters where the split allows), so that the lanes' GEMMs
-  /// leave the other clusters' SMs whole to the main lane's cluster-launched panels. nullptr where it cannot be made.
-  static cudaStream_t greenLaneStream(int device) {
-    const char* v = std::getenv("TCQR_LANES_GREEN");
-    if (v == nullptr || std::atoi(v) <= 0) return nullptr;
-    const unsigned want = static_cast<unsigned>(std::atoi(v));
-    auto fn = [](const char* name) {
-      void* p = nullptr;
-      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-      if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &q) != cudaSuccess ||
-          q != cudaDriverEntryPointSuccess)
-        p = nullptr;
-      cudaGetLastError();
-      return p;
-    };
-    using GetRes = CUresult (*)(CUdevice, CUdevResource*, CUdevResourceType);
-    using Split = CUresult (*)(CUdevResource*, unsigned*, const CUdevResource*, CUdevResource*, unsigned, unsigned);
-    using Desc = CUresult (*)(CUdevResourceDesc*, CUdevResource*, unsigned);
-    using Create = CUresult (*)(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned);
-    using MakeStream = CUresult (*)(CUstream*, CUgreenCtx, unsigned, int);
-    static CUgreenCtx ctx = [&]() -> CUgreenCtx {
-      auto getRes = reinterpret_cast<GetRes>(fn("cuDeviceGetDevResource"));
-      auto split = reinterpret_cast<Split>(fn("cuDevSmResourceSplitByCount"));
-      auto desc = reinterpret_cast<Desc>(fn("cuDevResourceGenerateDesc"));
-      auto create = reinterpret_cast<Create>(fn("cuGreenCtxCreate"));
-      if (!getRes || !split || !desc || !create) return nullptr;
-      CUdevResource all{}, group{}, rest{};
-      if (getRes(CUdevice(device), &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS) return nullptr;
-      unsigned groups = 1;
-      if (split(&group, &groups, &all, &rest, 0, want) != CUDA_SUCCESS || groups != 1) return nullptr;
-      std::fprintf(stderr, "tcqr green lanes: %u of %u SMs (min partition %u, co-scheduled alignment %u), rest %u\n",
-                   group.sm.smCount, all.sm.smCount, all.sm.minSmPartitionSize, all.sm.smCoscheduledAlignment,
-                   rest.sm.smCount);
-      CUdevResourceDesc d = nullptr;
-      CUresult r = desc(&d, &group, 1);
-      if (r != CUDA_SUCCESS) {
-        std::fprintf(stderr, "tcqr green lanes: cuDevResourceGenerateDesc %d\n", int(r));
-        return nullptr;
-      }
-      CUgreenCtx g = nullptr;
-      r = create(&g, d, CUdevice(device), CU_GREEN_CTX_DEFAULT_STREAM);
-      if (r != CUDA_SUCCESS) {
-        std::fprintf(stderr, "tcqr green lanes: cuGreenCtxCreate %d\n", int(r));
-        return nullptr;
-      }
-      return g;
+  /// The driver's green-context entry points (CUDA 12.4+), looked up once through the runtime so that nothing links
+  /// libcuda; null where the driver lacks them.
+  struct GreenApi {
+    CUresult (*getResource)(CUdevice, CUdevResource*, CUdevResourceType) = nullptr;
+    CUresult (*split)(CUdevResource*, unsigned*, const CUdevResource*, CUdevResource*, unsigned, unsigned) = nullptr;
+    CUresult (*makeDesc)(CUdevResourceDesc*, CUdevResource*, unsigned) = nullptr;
+    CUresult (*create)(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned) = nullptr;
+    CUresult (*destroy)(CUgreenCtx) = nullptr;
+    CUresult (*makeStream)(CUstream*, CUgreenCtx, unsigned, int) = nullptr;
+    bool usable() const { return getResource && split && makeDesc && create && destroy && makeStream; }
+  };
+  static const GreenApi& greenApi() {
+    static const GreenApi api = [] {
+      auto get = [](const char* name, auto& fn) {
+        void* p = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &q) == cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+          fn = reinterpret_cast<std::decay_t<decltype(fn)>>(p);
+      };
+      GreenApi a;
+      get("cuDeviceGetDevResource", a.getResource);
+      get("cuDevSmResourceSplitByCount", a.split);
+      get("cuDevResourceGenerateDesc", a.makeDesc);
+      get("cuGreenCtxCreate", a.create);
+      get("cuGreenCtxDestroy", a.destroy);
+      get("cuGreenCtxStreamCreate", a.makeStream);
+      cudaGetLastError();  // (only these queries' own errors)
+      return a;
     }();
-    auto makeStream = reinterpret_cast<MakeStream>(fn("cuGreenCtxStreamCreate"));
-    CUstream st = nullptr;
-    const CUresult r = ctx && makeStream ? makeStream(&st, ctx, CU_STREAM_NON_BLOCKING, 0) : CUDA_ERROR_NOT_SUPPORTED;
-    if (r != CUDA_SUCCESS) {
-      std::fprintf(stderr, "tcqr green lanes: not available (%d)\n", int(r));
-      return nullptr;
+    return api;
+  }
+
+  /// A non-blocking stream for a look-ahead lane on the state's green context (lookaheadGreenSMs multiprocessors of
+  /// m_device, created on first use), or null where there is none: switched off, or the driver cannot split the
+  /// device (before sm_90 there are no clusters to keep whole, so no green context is made). The lanes then use plain
+  /// streams, which only costs speed. The green context retains the device's primary context: while it exists,
+  /// cudaDeviceReset() fails, so the state gives it up with its lanes when its object is destroyed (releaseLanes).
+  cudaStream_t greenLaneStream() const {
+    const int want = lookaheadGreenSMs();
+    if (want == 0 || m_greenFailed) return nullptr;
+    const GreenApi& api = greenApi();
+    if (!m_green) {
+      m_greenFailed = true;  // until it worked
+      int major = 0;
+      if (!api.usable() || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_device) != cudaSuccess ||
+          major < 9) {
+        cudaGetLastError();
+        return nullptr;
+      }
+      CUdevResource all{}, group{}, rest{};
+      if (api.getResource(CUdevice(m_device), &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS) return nullptr;
+      const unsigned align = std::max(1u, all.sm.smCoscheduledAlignment);
+      const unsigned count = want > 0 ? unsigned(want) : (all.sm.smCount * 3 / 4) / align * align;
+      unsigned groups = 1;
+      CUdevResourceDesc desc = nullptr;
+      CUgreenCtx g = nullptr;
+      if (count == 0 || count >= all.sm.smCount ||
+          api.split(&group, &groups, &all, &rest, 0, count) != CUDA_SUCCESS || groups != 1 ||
+          api.makeDesc(&desc, &group, 1) != CUDA_SUCCESS ||
+          api.create(&g, desc, CUdevice(m_device), CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS)
+        return nullptr;
+      m_green = g;
+      m_greenFailed = false;
     }
+    CUstream st = nullptr;
+    if (api.makeStream(&st, m_green, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) return nullptr;
+    ++g_greenLaneStreams;
     return st;
   }
 
@@ -267,12 +303,12 @@ class CudaContext {
       TCQR_CHECK(cublasCreate(&l.blas));
       TCQR_CHECK(cublasSetMathMode(l.blas, CUBLAS_DEFAULT_MATH));
       TCQR_CHECK(cublasSetEmulationStrategy(l.blas, m_emulation));
-      l.stream = greenLaneStream(m_device);
+      l.stream = greenLaneStream();
       if (!l.stream) TCQR_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
       TCQR_CHECK(cublasSetStream(l.blas, l.stream));
-      if (graphReplayEnabled()) {  // as applyStream: captured GEMMs on an explicit workspace
+      if (graphReplayEnabled()) {  // as applyStream: the lanes' GEMMs are captured too
         DeviceBuffer<char>& w = m_laneBlasWorkspace[static_cast<size_t>(q)];
-        if (w.capacity() == 0) w.reserve(Index(32) << 20);
+        if (w.capacity() == 0) w.reserve(m_blasWorkspace.capacity() > 0 ? m_blasWorkspace.capacity() : Index(32) << 20);
         TCQR_CHECK(cublasSetWorkspace(l.blas, w.get(), size_t(w.capacity())));
       }
       l.conversion = &m_laneConversion[static_cast<size_t>(q)];
@@ -309,9 +345,7 @@ class CudaContext {
   }
 
   void destroy() noexcept {
-    for (CudaLane& l : m_lanes) destroyLane(l);
-    releaseLaneBuffers();
-    for (DeviceBuffer<char>& w : m_laneBlasWorkspace) w.release();
+    releaseLanes();
     if (m_ready) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_ready));
     if (m_params) cusolverDnDestroyParams(m_params);
     if (m_solver) cusolverDnDestroy(m_solver);
@@ -340,7 +374,9 @@ class CudaContext {
   mutable std::array<CudaLane, kMaxLanes> m_lanes{};
   mutable std::array<ConversionWork, kMaxLanes> m_laneConversion{};
   mutable std::array<ConversionWork, kMaxLanes> m_lanePartials{};
-  mutable std::array<DeviceBuffer<char>, kMaxLanes> m_laneBlasWorkspace{};
+  mutable std::array<DeviceBuffer<char>, kMaxLanes> m_laneBlasWorkspace{};  ///< the lanes' cuBLAS workspaces
+  mutable CUgreenCtx m_green = nullptr;  ///< the lanes' green context (greenLaneStream)
+  mutable bool m_greenFailed = false;    ///< it could not be made: plain streams until releaseLanes
   mutable std::unique_ptr<OpTrace> m_trace;  ///< TCQR_TRACE=1 only
 };
 

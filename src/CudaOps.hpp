@@ -315,6 +315,7 @@ struct CudaOps {
   int sms = 1;               ///< multiprocessors of the device (the chunk counts of gemmChunkedTN)
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
   Index panelKernelRows = 0;  ///< householderPanel's row limit (usePanelKernel; 0: not used)
+  int panelPriority = 0;  ///< householderPanel's launch priority (0: the stream's; CudaContext::fillLanes)
   int panelRowsPerThread = 0;  ///< launchHouseholderPanel's choice (0: its own)
   /// Set to 1 (not cleared) when converting an operand to FP16 rounds a finite entry to infinity (FP16 and FP16x3; a
   /// factorization points it at the flag that info() reports as NumericalIssue); null: not checked. (Last, so that
@@ -551,7 +552,8 @@ struct CudaOps {
   /// cluster, kernels/panel_kernels.cu).
   void householderPanel(View<S> A, S* tau, View<S> T) {
     const auto t = traced("householderPanel (cluster)");
-    kernels::launchHouseholderPanel<S>(A.p, A.ld, A.rows, A.cols, tau, T.p, T.ld, stream, panelRowsPerThread);
+    kernels::launchHouseholderPanel<S>(A.p, A.ld, A.rows, A.cols, tau, T.p, T.ld, stream, panelRowsPerThread,
+                                      panelPriority);
   }
 
   /// The Householder reflector of the single column A (m x 1) in place, Eigen's convention (tau = 0 for a zero tail

@@ -16,10 +16,12 @@
 namespace tcqr {
 namespace detail {
 
-/// Captures and replays of every FactorGraph of the process, for the tests (which must see that a replay happened).
-inline std::atomic<long> g_graphCaptures{0}, g_graphReplays{0};
+/// Captures and replays of every FactorGraph of the process, for the tests (which must see that a replay happened);
+/// and the look-ahead lanes' streams made on a green context (CudaContext::greenLaneStream), likewise.
+inline std::atomic<long> g_graphCaptures{0}, g_graphReplays{0}, g_greenLaneStreams{0};
 inline long graphCaptures() noexcept { return g_graphCaptures.load(); }
 inline long graphReplays() noexcept { return g_graphReplays.load(); }
+inline long greenLaneStreams() noexcept { return g_greenLaneStreams.load(); }
 
 /// \internal
 /// Replays the recursion of a factorization whose key (shape, mode, the host's leaf choices, every buffer address
@@ -90,8 +92,11 @@ class FactorGraph {
   /// and runs on). Nothing else may be queued on `stream` meanwhile; the capture mode is thread-local, so other
   /// threads are not affected. Returns false where the capture or the instantiation failed (the key is then not
   /// captured again); queue()'s host-side effects are the caller's to undo.
+  /// nodePriority: the graph keeps each kernel node's launch priority (cudaGraphInstantiateFlagUseNodePriority;
+  /// captured from the launch attribute or the stream's priority) instead of running every node at the launch
+  /// stream's: for the panels that run beside the look-ahead lanes' GEMMs (CudaOps::panelPriority).
   template <class Queue, class HostResults>
-  bool capture(const Key& key, cudaStream_t stream, Queue&& queue, HostResults&& host) {
+  bool capture(const Key& key, cudaStream_t stream, bool nodePriority, Queue&& queue, HostResults&& host) {
     const auto t0 = std::chrono::steady_clock::now();
     if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
       cudaGetLastError();
@@ -114,7 +119,7 @@ class FactorGraph {
     const auto t1 = std::chrono::steady_clock::now();
     size_t nodes = 0;
     if (s == cudaSuccess) cudaGraphGetNodes(graph, nullptr, &nodes);
-    if (s == cudaSuccess) s = cudaGraphInstantiate(&exec, graph, panelPriorityEnabled() ? cudaGraphInstantiateFlagUseNodePriority : 0);
+    if (s == cudaSuccess) s = cudaGraphInstantiate(&exec, graph, nodePriority ? cudaGraphInstantiateFlagUseNodePriority : 0);
     const auto t2 = std::chrono::steady_clock::now();
     if (graphReplayReport())  // TCQR_GRAPH=2
       std::fprintf(stderr, "tcqr graph: captured %zu nodes in %.2f ms, instantiated in %.2f ms\n", nodes,

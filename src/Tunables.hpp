@@ -287,16 +287,20 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinDim = 1024;
 constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
-/// multiprocessors their GEMMs leave to the main lane's panels. Off by default: on the H100 (2026-11-27, docs/DESIGN.md
-/// "Look-ahead") two lanes gained 3-4% on 16384^2 TF32 and FP64, nothing in FP16/FP32/TF32x3, and lost up to 7% on
-/// 8192^2 FP32 and 524288 x 512, while each lane holds its own scratch and GEMM workspaces (about 5 GB more for
-/// 16384^2 FP64). TCQR_LOOKAHEAD=<lanes> (at most kMaxLanes) and TCQR_LOOKAHEAD_RESERVE=<SMs> override them.
+/// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns:
+/// two lanes on a green context of three quarters of the SMs (lookaheadGreenSMs), replayed from graphs, with the
+/// one-kernel panels at the greatest stream priority (docs/DESIGN.md "Look-ahead"). H200, qr_bench medians of 7, same
+/// build, lanes off / on (bench/results/logs/2026-11-28-h200-lookahead-green.log): FP64 8192^2 46.30 / 43.82 ms,
+/// 16384^2 204.77 / 189.38, 65536 x 8192 255.59 / 241.80, 131072 x 2048 48.47 / 47.35, 524288 x 512 21.52 / 21.36,
+/// 4096^2 16.65 / 16.45; in float only FP16x3 16384^2 gained (118.57 / 113.55), and TF32 and FP16 lost 1-7% at
+/// 4096^2-16384^2, FP16x3 131072 x 2048 9%. The lanes cost memory (each holds scratch and GEMM workspaces like the
+/// main lane's): where they do not fit, CudaQRState::allocate factors without them. TCQR_LOOKAHEAD=<lanes> (at most
+/// kMaxLanes, 0: none) and TCQR_LOOKAHEAD_RESERVE=<SMs> override the defaults; an explicit count does not fall back.
+constexpr std::ptrdiff_t kLookaheadFp64MinDim = 8192;
+inline bool lookaheadLanesFromEnv() { return std::getenv("TCQR_LOOKAHEAD") != nullptr; }
 inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n) {
   if (const char* v = std::getenv("TCQR_LOOKAHEAD")) return std::max(0, std::atoi(v));
-  (void)mode;
-  (void)m;
-  (void)n;
-  return 0;
+  return mode == Precision::FP64 && std::min(m, n) >= kLookaheadFp64MinDim ? 2 : 0;
 }
 /// (-1: half the device's multiprocessors, where the measured gains were; CudaContext::fillLanes.)
 inline int lookaheadReserveSMs(Precision mode) {
@@ -304,21 +308,16 @@ inline int lookaheadReserveSMs(Precision mode) {
   (void)mode;
   return -1;
 }
-/// Experiments (2026-11-28, branch wip/lanes-graph): TCQR_LOOKAHEAD_GRAPH=1 lets factorQueued capture and replay
-/// factorizations with look-ahead lanes (a DAG of the main lane and the lanes); TCQR_PANEL_KERNEL=2 lets the lanes use
-/// the one-kernel panel; TCQR_PANEL_PRIORITY=1 launches the panel kernel at the device's greatest stream priority
-/// (kept in graphs through cudaGraphInstantiateFlagUseNodePriority).
-inline bool lookaheadGraphEnabled() {
-  const char* v = std::getenv("TCQR_LOOKAHEAD_GRAPH");
-  return v != nullptr && std::atoi(v) != 0;
-}
-inline bool lookaheadPanelKernel() {
-  const char* v = std::getenv("TCQR_PANEL_KERNEL");
-  return v != nullptr && std::atoi(v) == 2;
-}
-inline bool panelPriorityEnabled() {
-  const char* v = std::getenv("TCQR_PANEL_PRIORITY");
-  return v != nullptr && std::atoi(v) != 0;
+/// Multiprocessors of the green context whose streams the lanes use (CudaContext::createLane), so that the lanes'
+/// GEMMs leave whole GPU processing clusters to the main lane: the panel kernel is one thread-block cluster of up to
+/// 16 blocks, one per SM, which cannot start until one cluster's SMs are all free, and GEMM blocks on every SM kept it
+/// waiting (plain streams at the H200 run above: FP64 16384^2 197.9-198.2 ms against 189.4-190.4 on the green
+/// context, FP16x3 118.1-120.4 against 113.6-113.7). -1: three quarters of the device's SMs, rounded down to the
+/// split's granularity (96 of 132; 112 measured the same, 80 and 64 less well in FP16x3); 0: plain streams.
+/// TCQR_LANES_GREEN=<SMs> overrides it.
+inline int lookaheadGreenSMs() {
+  if (const char* v = std::getenv("TCQR_LANES_GREEN")) return std::max(0, std::atoi(v));
+  return -1;
 }
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).

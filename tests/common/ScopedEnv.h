@@ -22,6 +22,7 @@ class ScopedEnv {
     else unsetenv(m_name.c_str());
   }
   void set(const std::string& value) const { setenv(m_name.c_str(), value.c_str(), 1); }
+  void unset() const { unsetenv(m_name.c_str()); }
 
  private:
   std::string m_name, m_saved;

@@ -7,7 +7,8 @@
 // against possible identity reflectors), a NaN input in a replayed call, tunables read per factorization
 // (TCQR_MAX_MERGED_COLS, TCQR_X3_PAIRED), a precision change that keeps the buffers, more shapes than the object
 // keeps graphs for, square matrices with cuSOLVER's panels, a copy of a replayed factorization, computeOnDevice on a
-// caller's non-blocking stream (replayed) and blocking stream (never captured), solve() after a replay. "Fresh" objects
+// caller's non-blocking stream (replayed) and blocking stream (never captured), solve() after a replay, the look-ahead
+// lanes' streams in the same graph. "Fresh" objects
 // free the states that destroyed objects left for later ones (src/StatePool.hpp) first, so that their first calls are
 // queued directly; the last cases test that pool: a new object per call taking over its predecessor's state and
 // graphs, settings and a destroyed stream not carried over, objects on four threads at once, two devices (skipped on
@@ -39,6 +40,7 @@ using tcqr::Backend;
 using tcqr::Precision;
 using tcqr::detail::graphCaptures;
 using tcqr::detail::graphReplays;
+using tcqr::detail::greenLaneStreams;
 
 TCQR_GPU_TEST_MAIN()
 
@@ -112,6 +114,33 @@ TEST_SUITE("gpu") {
       const M Xref = fresh(A, p).solve(B);
       CHECK((X.array() == Xref.array()).all());
     }
+  }
+
+  // The look-ahead lanes (on by default for FP64 from 8192^2; forced here with TCQR_LOOKAHEAD=2): their work on the
+  // lanes' streams is captured with the main lane's into one graph (a fork and join per look-ahead), replayed bit for
+  // bit. On sm_90 and later the lanes' streams belong to a green context (CudaContext::greenLaneStream), and the
+  // panels' launch priority goes into the graph (cudaGraphInstantiateFlagUseNodePriority).
+  TEST_CASE_TEMPLATE("graph replay: with look-ahead lanes", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    const ScopedEnv lanes("TCQR_LOOKAHEAD", "2");
+    const Precision p = std::is_same<Scalar, double>::value ? Precision::FP64 : Precision::FP16x3;
+    const long green = greenLaneStreams();
+    QR<M> qr = newObject<M>();
+    qr.setBackend(Backend::Cuda).setPrecision(p);
+    const long captures = graphCaptures(), replays = graphReplays();
+    for (int call = 0; call < 5; ++call) {
+      INFO("call " << call);
+      const M A = conditionedMatrix<Scalar>(1500, 1300, Spectrum::Geometric, 1e3);
+      qr.compute(A);
+      checkSameAsFresh(qr, A, p);
+      CHECK(graphCaptures() - captures == (call >= 2 ? 1 : 0));
+      CHECK(graphReplays() - replays == (call >= 3 ? call - 2 : 0));
+    }
+    int device = 0, major = 0;
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+    if (major >= 9) CHECK(greenLaneStreams() > green);
   }
 
   TEST_CASE_TEMPLATE("graph replay: what changes the recursion between calls is not replayed", Scalar, float, double) {
@@ -494,6 +523,13 @@ TEST_SUITE("gpu") {
       REQUIRE(qr.info() == Eigen::Success);
       before = qr.matrixQR();
     }  // its state is kept
+    {
+      // A state kept after factoring with look-ahead lanes has given up their green context, which would make
+      // cudaDeviceReset() fail (cudaErrorNotPermitted) while it exists.
+      const ScopedEnv lanes("TCQR_LOOKAHEAD", "2");
+      const QR<M> qr(A, Backend::Cuda);
+      REQUIRE(qr.info() == Eigen::Success);
+    }
     REQUIRE(cudaDeviceReset() == cudaSuccess);
     const QR<M> qr(A, Backend::Cuda);
     REQUIRE(qr.info() == Eigen::Success);

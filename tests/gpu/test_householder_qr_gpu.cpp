@@ -32,6 +32,7 @@
 #include <Eigen/TensorCoreQR>
 
 #include "common/QRSuites.h"
+#include "common/ScopedEnv.h"
 
 #ifdef _OPENMP
 #define TCQR_OMP_PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
@@ -530,6 +531,58 @@ TEST_SUITE("gpu") {
       REQUIRE(qr.info() == Eigen::Success);
       CHECK(tcqr::releaseCachedDeviceMemory() == 0);  // the float state was freed on the way
       tcqr_test::checkDecomposition<MD>(D, qr, Options{Backend::Cuda, 0, true});
+    }
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+
+  // FP64 from 8192^2 runs with two look-ahead lanes by default (Tunables.hpp lookaheadLanes), each holding scratch and
+  // GEMM workspaces of its own. Where they do not fit, the factorization runs without them, as TCQR_LOOKAHEAD=0 does
+  // (bit for bit); an explicit TCQR_LOOKAHEAD does not fall back.
+  TEST_CASE("[Cuda] FP64 8192^2: the default look-ahead lanes, and none where they do not fit") {
+    TCQR_RANDOM_SEED();
+    using MD = Eigen::MatrixXd;
+    const MD D = tcqr_test::uniformMatrix<double>(8192, 8192);
+    const tcqr_test::ScopedEnv lanes("TCQR_LOOKAHEAD");
+    // The device memory an object holds while it lives (its lanes go when its state is kept for a later object).
+    auto factor = [&](size_t* bytes) {
+      tcqr::releaseCachedDeviceMemory();
+      const size_t before = freeDeviceMemory();
+      Eigen::TensorCoreHouseholderQR<MD> qr;
+      qr.setBackend(Backend::Cuda).compute(D);
+      REQUIRE(qr.info() == Eigen::Success);
+      CHECK(qr.activePrecision() == tcqr::Precision::FP64);
+      if (bytes) *bytes = before - freeDeviceMemory();
+      return MD(qr.matrixQR());
+    };
+    lanes.set("0");
+    size_t plainBytes = 0, laneBytes = 0;
+    const MD plain = factor(&plainBytes);
+    lanes.unset();
+    const MD withLanes = factor(&laneBytes);
+    INFO("device memory held: " << (plainBytes >> 20) << " MiB without lanes, " << (laneBytes >> 20) << " with");
+    // The same products in other column splits (the lanes' share of each trailing update): at most a reordering.
+    CHECK(tcqr_test::report("lanes against none", tcqr_test::relativeDifference(withLanes, plain)) <= 1e-7);
+    REQUIRE(laneBytes > plainBytes + (size_t(64) << 20));
+    tcqr::releaseCachedDeviceMemory();
+    {
+      // Room for the factorization without lanes and half of what the lanes add.
+      const size_t available = freeDeviceMemory();
+      REQUIRE(available > laneBytes);
+      DeviceArray<char> hog(available - plainBytes - (laneBytes - plainBytes) / 2);
+      REQUIRE(hog.p != nullptr);
+      lanes.set("2");
+      bool threw = false;
+      try {
+        factor(nullptr);
+      } catch (const tcqr::Error& e) {
+        threw = true;
+        INFO("what(): " << std::string(e.what()));
+        CHECK(e.isOutOfMemory());
+      }
+      CHECK(threw);
+      lanes.unset();
+      const MD fallback = factor(nullptr);
+      CHECK((fallback.array() == plain.array()).all());
     }
     CHECK(cudaGetLastError() == cudaSuccess);
   }
