@@ -26,6 +26,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -127,7 +128,7 @@ TEST_SUITE("gpu") {
       const M A = tcqr_test::conditionedMatrix<T>(m, n, tcqr_test::Spectrum::Geometric, 1e3);
       for (const char* lanes : {"1", "3"}) {
         for (tcqr::Panel panel : {tcqr::Panel::Auto, tcqr::Panel::Tsqr, tcqr::Panel::Geqrf}) {
-          INFO(m << " x " << n << ", panel " << int(panel) << ", lanes " << lanes);
+          INFO(m << " x " << n << ", panel " << int(panel) << ", lanes " << std::string(lanes));
           const Options o{Backend::Cuda, 0, false, panel};
           setenv("TCQR_LOOKAHEAD", lanes, 1);
           const auto qr = tcqr_test::factorAndCheck<M>(A, o);
