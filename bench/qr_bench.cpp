@@ -517,7 +517,8 @@ Row deviceRow(Handles& h, const Options& o, Shape shape, tcqr::Precision mode, i
   if (o.blockSize > 0) r.note("nb=" + std::to_string(o.blockSize));
   if (o.panel != tcqr::Panel::Auto) r.note(o.panel == tcqr::Panel::Tsqr ? "panel=tsqr" : "panel=geqrf");
   if (const char* la = std::getenv("TCQR_LOOKAHEAD"))  // the library's switch of the recursion's look-ahead
-    r.note(std::string("lookahead=") + (std::string(la) == "1" ? "on" : "off"));
+    r.note(std::string("lookahead=") + (std::string(la) == "0" ? "off" : std::string(la) == "1" ? "on" : la));
+  if (const char* g = std::getenv("TCQR_LANES_GREEN")) r.note(std::string("lanes_green=") + g);
 
   // The same input for both methods: pristine A0 (never handed to a factorization) and a work copy.
   DevBuf<S> A0(count + (count & 1)), work(count);  // cuRAND normal generators need an even count
@@ -675,7 +676,8 @@ Row e2eRow(const Options& o, int threads, tcqr::Precision mode, Baseline& base) 
   if (o.blockSize > 0) r.note("nb=" + std::to_string(o.blockSize));
   if (o.panel != tcqr::Panel::Auto) r.note(o.panel == tcqr::Panel::Tsqr ? "panel=tsqr" : "panel=geqrf");
   if (const char* la = std::getenv("TCQR_LOOKAHEAD"))  // the library's switch of the recursion's look-ahead
-    r.note(std::string("lookahead=") + (std::string(la) == "1" ? "on" : "off"));
+    r.note(std::string("lookahead=") + (std::string(la) == "0" ? "off" : std::string(la) == "1" ? "on" : la));
+  if (const char* g = std::getenv("TCQR_LANES_GREEN")) r.note(std::string("lanes_green=") + g);
 
   Eigen::MatrixXf A(m, n);
   {

@@ -139,12 +139,13 @@ class CudaQRState final : public QRState<S> {
       m_stage.release();
       m_ctx.dropTrace();
       // A kept state holds no look-ahead lanes: their green context would make cudaDeviceReset() fail (CudaContext::
-      // greenLaneStream). The graphs may refer to the lanes' streams.
+      // greenLaneStream). Its graphs go too (their kernel nodes belong to the green context); the lanes' workspaces
+      // stay for the next object's lanes.
       if (m_ctx.hasLanes()) {
         m_graph.clear();
-        m_ctx.releaseLanes();
-        m_laneCount = 0;
+        m_ctx.releaseLanes(true);
       }
+      m_laneCount = 0;
       return true;
     } catch (...) {
       return false;
@@ -329,14 +330,12 @@ class CudaQRState final : public QRState<S> {
   /// Whether an m x n factorization is one TSQR panel, whose level 0 can read a device input directly.
   bool onePanel(Index rows, Index cols) const {
     return rows * cols > 0 && cols <= nb() && useTsqr(panelKind(), rows, cols) &&
-           !(panelKind() == PanelKind::Hybrid && rows <= panelKernelRows(rows, cols));
+           !(panelKind() == PanelKind::Hybrid && rows <= panelKernelRows());
   }
-  /// usePanelKernel's row limit for a rows x cols factorization (0: the one-kernel panel is not used). Also with the
-  /// look-ahead lanes since they run on a green context (until then they kept the TSQR panels: docs/DESIGN.md
-  /// "Panels").
-  Index panelKernelRows(Index rows, Index cols) const {
-    (void)rows;
-    (void)cols;
+  /// usePanelKernel's row limit (0: the one-kernel panel is not used). With the look-ahead lanes too since e1c8029
+  /// (until then they kept the TSQR panels, docs/DESIGN.md "Panels"; their default now needs a green context, and a
+  /// forced TCQR_LOOKAHEAD on plain streams gets the kernel as well).
+  Index panelKernelRows() const {
     if (panelKind() != PanelKind::Hybrid || !panelKernelEnabled()) return 0;
     return kernels::householderPanelMaxRows<S>();
   }
@@ -359,7 +358,7 @@ class CudaQRState final : public QRState<S> {
       // unspecified as a non-finite input does: info() reports both as NumericalIssue.
       ops.dOverflow = m_flags.get();
       ops.maxMergedCols = maxMergedCols(mode, m_rows);  // only factorRecursive reads it
-      ops.panelKernelRows = panelKernelRows(m_rows, m_cols);
+      ops.panelKernelRows = panelKernelRows();
       ops.panelRowsPerThread = panelKernelRowsPerThread();
       // factorRecursive's look-ahead; allocate() sized the scratch for this many lanes.
       m_ctx.fillLanes(ops, m_laneCount, lookaheadReserveSMs(mode));
@@ -389,17 +388,25 @@ class CudaQRState final : public QRState<S> {
     };
     Choice choices[3];
     int count = 0;
-    const int lanes = lookaheadLanes(mode, rows, cols);
+    // The default lanes only where they run on a green context: on plain streams their GEMMs keep the panel kernel
+    // waiting (Tunables.hpp lookaheadGreenSMs).
+    const bool defaultLanes = !lookaheadLanesFromEnv();
+    int lanes = lookaheadLanes(mode, rows, cols);
+    if (lanes > 0 && defaultLanes && !m_ctx.greenLanesPossible()) lanes = 0;
     choices[count++] = {mode, lanes};
-    if (lanes > 0 && !lookaheadLanesFromEnv()) choices[count++] = {mode, 0};
+    if (lanes > 0 && defaultLanes) choices[count++] = {mode, 0};
     if (m_precision == Precision::Default && mode == Precision::FP16x3)
-      choices[count++] = {Precision::FP32, lookaheadLanes(Precision::FP32, rows, cols)};
+      choices[count++] = {Precision::FP32, defaultLanes ? 0 : lookaheadLanes(Precision::FP32, rows, cols)};
     for (int i = 0; i + 1 < count; ++i) {
       try {
         allocateOrRelease(rows, cols, choices[i].mode, choices[i].lanes);
         return;
       } catch (const Error& e) {
-        if (!e.isOutOfMemory()) throw;
+        // Default lanes that cannot be made (out of memory, or a handle or green context that failed under memory
+        // pressure with another status) leave the factorization to run without them.
+        const bool laneFallback = defaultLanes && choices[i].lanes > 0 && choices[i + 1].lanes == 0 &&
+                                  choices[i + 1].mode == choices[i].mode;
+        if (!e.isOutOfMemory() && !laneFallback) throw;
       }
     }
     allocateOrRelease(rows, cols, choices[count - 1].mode, choices[count - 1].lanes);
@@ -478,7 +485,7 @@ class CudaQRState final : public QRState<S> {
     m_conversion.buffer.release();
     m_partials.buffer.release();
     m_colScale.release();
-    m_ctx.releaseLaneBuffers();
+    m_ctx.releaseLanes();  // (their handles, cuBLAS workspaces and green context too; made again when needed)
     m_lastRow.device.release();
   }
 
@@ -555,11 +562,12 @@ class CudaQRState final : public QRState<S> {
                             std::uintptr_t(m_work.capacity()), std::uintptr_t(m_conversion.buffer.capacity()),
                             std::uintptr_t(m_partials.buffer.capacity()), addr(m_hostWork.data()),
                             std::uintptr_t(m_hostWork.size())};
-    // The flag values themselves: a column certain to get the identity (kSureIdentity) is left out of the work,
-    // one that may get it (kMaybeIdentity) is a leaf of its own.
+    // The look-ahead lanes: their count, their cuBLAS handles' SM target, and each lane's stream (green or plain;
+    // the panels' priority comes with a count above 0) and workspaces. (Their cuBLAS workspaces live as long as the
+    // lanes, and whatever ends the lanes drops the graphs.)
     key.push_back(std::uintptr_t(ops.laneCount));
-    key.push_back(std::uintptr_t(lookaheadReserveSMs(ops.mode) + 1));  // (the lanes' cuBLAS SM target)
-    for (int q = 0; q < ops.laneCount; ++q) {  // the lanes' streams and workspaces
+    key.push_back(std::uintptr_t(lookaheadReserveSMs(ops.mode) + 1));
+    for (int q = 0; q < ops.laneCount; ++q) {
       const CudaLane& l = ops.laneTable[q];
       key.push_back(addr(l.stream));
       key.push_back(addr(l.conversion->buffer.get()));
@@ -567,15 +575,17 @@ class CudaQRState final : public QRState<S> {
       key.push_back(addr(l.partials->buffer.get()));
       key.push_back(std::uintptr_t(l.partials->buffer.capacity()));
     }
+    // The flag values themselves: a column certain to get the identity (kSureIdentity) is left out of the work,
+    // one that may get it (kMaybeIdentity) is a leaf of its own.
     key.reserve(key.size() + identity.size());
     for (char c : identity) key.push_back(std::uintptr_t(static_cast<unsigned char>(c)));
     return key;
   }
 
   // Whether factorQueued may capture or replay on stream s: not with the trace (its events synchronize per
-  // operation); not on the legacy or per-thread default stream, nor on
-  // a blocking stream (while it is captured, any use of the legacy stream, by any thread, would be invalid), nor on
-  // a stream the caller is capturing itself.
+  // operation); not on the legacy or per-thread default stream, nor on a blocking stream (while it is captured, any
+  // use of the legacy stream, by any thread, would be invalid), nor on a stream the caller is capturing itself. (The
+  // look-ahead lanes' streams join the capture through their fork events.)
   bool graphable(const CudaOps<S>& ops, cudaStream_t s) const {
     if (!graphReplayEnabled() || ops.trace || s == nullptr || s == cudaStreamLegacy ||
         s == cudaStreamPerThread)

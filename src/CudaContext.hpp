@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <memory>
 #include <type_traits>
 
@@ -117,12 +118,14 @@ class CudaContext {
   }
 
   /// Gives `ops` the first `count` look-ahead lanes of factorRecursive (at most kMaxLanes; created and their
-  /// workspaces sized by reserveLanes): non-blocking streams, each with its own cuBLAS handle (math mode and
-  /// emulation strategy as blas()) whose GEMMs may use all but `reserveSMs` multiprocessors (cublasSetSmCountTarget;
-  /// negative: half of them; clamped to leave the lanes at least one), so that the main lane's panel kernels find
-  /// free ones (bench/overlap_probe: with every SM taken, a TF32 GEMM let 10% of a chain of panels run beside it,
-  /// with 16 left free 80%). The lanes' own small kernels are not limited. Fork/join events and GEMM workspaces of
-  /// its own. Every fork is joined into stream() before factor() returns or throws (its guard), and synchronize()
+  /// workspaces sized by reserveLanes): non-blocking streams of the state's green context where there is one
+  /// (greenLaneStream; else plain streams), each with its own cuBLAS handle (math mode and emulation strategy as
+  /// blas(); an explicit workspace of its own when graphs are on) whose GEMMs may use all but `reserveSMs`
+  /// multiprocessors (cublasSetSmCountTarget; negative: half of them; clamped to leave the lanes at least one), so
+  /// that the main lane's panel kernels and GEMMs find free ones (bench/overlap_probe: with every SM taken, a TF32 GEMM
+  /// let 10% of a chain of panels run beside it, with 16 left free 80%). The lanes' own small kernels are not limited.
+  /// Fork/join events and GEMM workspaces of its own. Also sets ops.panelPriority (the panels beside the lanes'
+  /// GEMMs). Every fork is joined into stream() before factor() returns or throws (its guard), and synchronize()
   /// waits for the lanes too.
   template <typename S>
   void fillLanes(CudaOps<S>& ops, int count, int reserveSMs) const {
@@ -166,16 +169,43 @@ class CudaContext {
                                         m_laneBlasWorkspace[q].capacity());
     return bytes;
   }
-  /// Whether look-ahead lanes exist (made by fillLanes or reserveLanes).
-  bool hasLanes() const noexcept { return m_lanes[0].stream != nullptr; }
-  /// Destroys the lanes (streams, handles, events, workspaces) and the green context, after the work queued on them
-  /// (the caller synchronized). For the state pool (a kept state must not hold a green context, which would make a
-  /// later cudaDeviceReset() fail) and destroy(); the next fillLanes makes them again.
-  void releaseLanes() const noexcept {
+  /// Whether the look-ahead lanes can run on a green context here (greenLaneStream): 13.0 headers, a driver with the
+  /// entry points, sm_90 or later (the thread-block clusters the green context keeps whole came with it), not switched
+  /// off (TCQR_LANES_GREEN=0), and no failed attempt on this state. The default lanes need it (allocate).
+  bool greenLanesPossible() const {
+#if CUDA_VERSION >= 13000
+    if (lookaheadGreenSMs() == 0 || m_greenFailed) return false;
+    if (m_green) return true;
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return major >= 9 && greenApi().usable();
+#else
+    return false;
+#endif
+  }
+  /// Whether look-ahead lanes or their green context exist (made by fillLanes or reserveLanes).
+  bool hasLanes() const noexcept {
+    for (const CudaLane& l : m_lanes)
+      if (l.stream || l.blas) return true;
+    return m_green != nullptr;
+  }
+  /// Destroys the lanes (streams, handles, events) and the green context, after the work queued on them (the caller
+  /// synchronized), and unless keepWorkspaces their workspaces too. For the state pool (a kept state must not hold a
+  /// green context, which would make a later cudaDeviceReset() fail; it keeps the workspaces, which the next object's
+  /// lanes then take instead of allocating them again), for a failed allocation and for destroy(). The next
+  /// fillLanes or reserveLanes makes the lanes again.
+  void releaseLanes(bool keepWorkspaces = false) const noexcept {
     for (CudaLane& l : m_lanes) destroyLane(l);
-    releaseLaneBuffers();
-    for (DeviceBuffer<char>& w : m_laneBlasWorkspace) w.release();
+    if (!keepWorkspaces) {
+      releaseLaneBuffers();
+      for (DeviceBuffer<char>& w : m_laneBlasWorkspace) w.release();
+    }
+#if CUDA_VERSION >= 13000
     if (m_green) greenApi().destroy(m_green);
+#endif
     m_green = nullptr;
     m_greenFailed = false;
   }
@@ -185,7 +215,7 @@ class CudaContext {
     TCQR_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     return greatest;
   }
-  /// Frees the lanes' GEMM workspaces (after a failed allocation; they grow again on demand).
+  /// Frees the lanes' GEMM workspaces (conversion and partials; releaseLanes also frees their cuBLAS workspaces).
   void releaseLaneBuffers() const noexcept {
     for (size_t q = 0; q < m_lanes.size(); ++q) {
       m_laneConversion[q].buffer.release();
@@ -225,15 +255,17 @@ class CudaContext {
   }
 
  private:
-  /// The driver's green-context entry points (CUDA 12.4+), looked up once through the runtime so that nothing links
-  /// libcuda; null where the driver lacks them.
+#if CUDA_VERSION >= 13000
+  /// The driver's green-context entry points, looked up once through the runtime so that nothing links libcuda; null
+  /// where the driver lacks them. (At the header's version: CUdevResource grew since 12.4, and the 12.4 entry points
+  /// did not take this header's layout; the green lanes need 13.0 headers and are off in builds with older ones.)
   struct GreenApi {
-    CUresult (*getResource)(CUdevice, CUdevResource*, CUdevResourceType) = nullptr;
-    CUresult (*split)(CUdevResource*, unsigned*, const CUdevResource*, CUdevResource*, unsigned, unsigned) = nullptr;
-    CUresult (*makeDesc)(CUdevResourceDesc*, CUdevResource*, unsigned) = nullptr;
-    CUresult (*create)(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned) = nullptr;
-    CUresult (*destroy)(CUgreenCtx) = nullptr;
-    CUresult (*makeStream)(CUstream*, CUgreenCtx, unsigned, int) = nullptr;
+    PFN_cuDeviceGetDevResource_v12040 getResource = nullptr;
+    PFN_cuDevSmResourceSplitByCount_v12040 split = nullptr;
+    PFN_cuDevResourceGenerateDesc_v12040 makeDesc = nullptr;
+    PFN_cuGreenCtxCreate_v12040 create = nullptr;
+    PFN_cuGreenCtxDestroy_v12040 destroy = nullptr;
+    PFN_cuGreenCtxStreamCreate_v12050 makeStream = nullptr;
     bool usable() const { return getResource && split && makeDesc && create && destroy && makeStream; }
   };
   static const GreenApi& greenApi() {
@@ -257,27 +289,23 @@ class CudaContext {
     }();
     return api;
   }
+#endif
 
   /// A non-blocking stream for a look-ahead lane on the state's green context (lookaheadGreenSMs multiprocessors of
-  /// m_device, created on first use), or null where there is none: switched off, or the driver cannot split the
-  /// device (before sm_90 there are no clusters to keep whole, so no green context is made). The lanes then use plain
-  /// streams, which only costs speed. The green context retains the device's primary context: while it exists,
-  /// cudaDeviceReset() fails, so the state gives it up with its lanes when its object is destroyed (releaseLanes).
+  /// m_device, created on first use), or null where there is none (greenLanesPossible false, or the driver cannot
+  /// split the device): the lanes then use plain streams, which only costs speed. The green context retains the
+  /// device's primary context: while it exists, cudaDeviceReset() fails, so the state gives it up with its lanes when
+  /// its object is destroyed (releaseLanes from recycle).
   cudaStream_t greenLaneStream() const {
-    const int want = lookaheadGreenSMs();
-    if (want == 0 || m_greenFailed) return nullptr;
+#if CUDA_VERSION >= 13000
+    if (!greenLanesPossible()) return nullptr;
     const GreenApi& api = greenApi();
     if (!m_green) {
       m_greenFailed = true;  // until it worked
-      int major = 0;
-      if (!api.usable() || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_device) != cudaSuccess ||
-          major < 9) {
-        cudaGetLastError();
-        return nullptr;
-      }
       CUdevResource all{}, group{}, rest{};
       if (api.getResource(CUdevice(m_device), &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS) return nullptr;
       const unsigned align = std::max(1u, all.sm.smCoscheduledAlignment);
+      const int want = lookaheadGreenSMs();
       const unsigned count = want > 0 ? unsigned(want) : (all.sm.smCount * 3 / 4) / align * align;
       unsigned groups = 1;
       CUdevResourceDesc desc = nullptr;
@@ -294,6 +322,9 @@ class CudaContext {
     if (api.makeStream(&st, m_green, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) return nullptr;
     ++g_greenLaneStreams;
     return st;
+#else
+    return nullptr;
+#endif
   }
 
   void createLane(CudaLane& l, int q) const {

@@ -119,7 +119,8 @@ class FactorGraph {
     const auto t1 = std::chrono::steady_clock::now();
     size_t nodes = 0;
     if (s == cudaSuccess) cudaGraphGetNodes(graph, nullptr, &nodes);
-    if (s == cudaSuccess) s = cudaGraphInstantiate(&exec, graph, nodePriority ? cudaGraphInstantiateFlagUseNodePriority : 0);
+    if (s == cudaSuccess)
+      s = cudaGraphInstantiate(&exec, graph, nodePriority ? cudaGraphInstantiateFlagUseNodePriority : 0);
     const auto t2 = std::chrono::steady_clock::now();
     if (graphReplayReport())  // TCQR_GRAPH=2
       std::fprintf(stderr, "tcqr graph: captured %zu nodes in %.2f ms, instantiated in %.2f ms\n", nodes,

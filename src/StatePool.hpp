@@ -299,8 +299,10 @@ void giveToPool(std::unique_ptr<T>& s) noexcept {
     return;
   }
   StatePool& pool = StatePool::instance();
-  const std::size_t bytes = s->deviceBytes();  // (recycle() frees host memory only)
-  if (context == 0 || !pool.accepts(device, bytes) || !s->recycle()) return;
+  // (Measured after recycle(), which gives up device resources too: a CUDA state's look-ahead lanes.)
+  if (context == 0 || !s->recycle()) return;
+  const std::size_t bytes = s->deviceBytes();
+  if (!pool.accepts(device, bytes)) return;
   pool.give(s.release(), device, context, bytes);
 }
 

@@ -22,6 +22,7 @@
 #include "gpu/GpuTestMain.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
@@ -140,7 +141,8 @@ TEST_SUITE("gpu") {
     int device = 0, major = 0;
     REQUIRE(cudaGetDevice(&device) == cudaSuccess);
     REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
-    if (major >= 9) CHECK(greenLaneStreams() > green);
+    // (Unless switched off; a device partitioned by MPS or MIG might refuse the split.)
+    if (major >= 9 && std::getenv("TCQR_LANES_GREEN") == nullptr) CHECK(greenLaneStreams() > green);
   }
 
   TEST_CASE_TEMPLATE("graph replay: what changes the recursion between calls is not replayed", Scalar, float, double) {

@@ -542,8 +542,14 @@ TEST_SUITE("gpu") {
   TEST_CASE("[Cuda] FP64 8192^2: the default look-ahead lanes, and none where they do not fit") {
     TCQR_RANDOM_SEED();
     using MD = Eigen::MatrixXd;
+    tcqr::releaseCachedDeviceMemory();
+    if (freeDeviceMemory() < (size_t(12) << 30)) {  // (8192^2 doubles are 512 MiB; with lanes, copies: a few GiB)
+      MESSAGE("skipped: needs 12 GiB of free device memory");
+      return;
+    }
+    const tcqr_test::ScopedEnv lanes("TCQR_LOOKAHEAD"), green("TCQR_LANES_GREEN");
+    green.unset();  // (the default lanes need their green context)
     const MD D = tcqr_test::uniformMatrix<double>(8192, 8192);
-    const tcqr_test::ScopedEnv lanes("TCQR_LOOKAHEAD");
     // The device memory an object holds while it lives (its lanes go when its state is kept for a later object).
     auto factor = [&](size_t* bytes) {
       tcqr::releaseCachedDeviceMemory();
@@ -552,7 +558,8 @@ TEST_SUITE("gpu") {
       qr.setBackend(Backend::Cuda).compute(D);
       REQUIRE(qr.info() == Eigen::Success);
       CHECK(qr.activePrecision() == tcqr::Precision::FP64);
-      if (bytes) *bytes = before - freeDeviceMemory();
+      const size_t after = freeDeviceMemory();
+      if (bytes) *bytes = before > after ? before - after : 0;
       return MD(qr.matrixQR());
     };
     lanes.set("0");
@@ -562,7 +569,14 @@ TEST_SUITE("gpu") {
     const MD withLanes = factor(&laneBytes);
     INFO("device memory held: " << (plainBytes >> 20) << " MiB without lanes, " << (laneBytes >> 20) << " with");
     // The same products in other column splits (the lanes' share of each trailing update): at most a reordering.
-    CHECK(tcqr_test::report("lanes against none", tcqr_test::relativeDifference(withLanes, plain)) <= 1e-7);
+    CHECK(tcqr_test::report("lanes against none", tcqr_test::relativeDifference(withLanes, plain)) <= 1e-9);
+    int device = 0, major = 0;
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+    if (major < 9) {
+      MESSAGE("no default lanes before sm_90 (no green context): nothing to fall back from");
+      return;
+    }
     REQUIRE(laneBytes > plainBytes + (size_t(64) << 20));
     tcqr::releaseCachedDeviceMemory();
     {
