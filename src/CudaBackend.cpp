@@ -563,8 +563,8 @@ class CudaQRState final : public QRState<S> {
                             std::uintptr_t(m_partials.buffer.capacity()), addr(m_hostWork.data()),
                             std::uintptr_t(m_hostWork.size())};
     // The look-ahead lanes: their count, their cuBLAS handles' SM target, and each lane's stream (green or plain;
-    // the panels' priority comes with a count above 0) and workspaces. (Their cuBLAS workspaces live as long as the
-    // lanes, and whatever ends the lanes drops the graphs.)
+    // the panels' priority comes with a count above 0) and workspaces. (Not their cuBLAS workspaces, which do not
+    // change while the lanes live: whatever ends the lanes drops the graphs.)
     key.push_back(std::uintptr_t(ops.laneCount));
     key.push_back(std::uintptr_t(lookaheadReserveSMs(ops.mode) + 1));
     for (int q = 0; q < ops.laneCount; ++q) {

@@ -299,10 +299,10 @@ void giveToPool(std::unique_ptr<T>& s) noexcept {
     return;
   }
   StatePool& pool = StatePool::instance();
-  // (Measured after recycle(), which gives up device resources too: a CUDA state's look-ahead lanes.)
-  if (context == 0 || !s->recycle()) return;
+  // (recycle() frees no device memory that deviceBytes() counts: a CUDA state's look-ahead lanes go, but their
+  // workspaces stay for the next object's lanes.)
   const std::size_t bytes = s->deviceBytes();
-  if (!pool.accepts(device, bytes)) return;
+  if (context == 0 || !pool.accepts(device, bytes) || !s->recycle()) return;
   pool.give(s.release(), device, context, bytes);
 }
 

@@ -104,8 +104,9 @@ bool cudaDeviceAvailable() noexcept;
 /// and captured CUDA graphs outlive the object: the next object of the same class and scalar type on the same device
 /// (or a copy) takes them over instead of creating and allocating them again, and replays the graphs its predecessor
 /// recorded. So code that makes a new object per factorization runs about as fast as code that reuses one (the pinned
-/// host buffer that inputs not stored column-major pass through is not kept; nor are the look-ahead lanes of large
-/// double factorizations, whose green context would make cudaDeviceReset() fail, nor the graphs recorded with them). At most 4 such states and 1/8 of the
+/// host buffer that inputs not stored column-major pass through is not kept; nor are the streams, handles and green
+/// context of large double factorizations' look-ahead lanes, which would make cudaDeviceReset() fail, nor the graphs
+/// recorded with them; their workspaces are kept). At most 4 such states and 1/8 of the
 /// device's memory (counting the library's buffers; cuBLAS's own allocations come on top) are kept per device;
 /// TCQR_POOL=0 keeps none. When one of the library's own device allocations finds the device out of memory, it
 /// frees that device's kept states and tries once more (freeing synchronizes the device, so this can happen in any
