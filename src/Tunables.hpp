@@ -313,7 +313,8 @@ inline int lookaheadReserveSMs(Precision mode) {
 /// 16 blocks, one per SM, which cannot start until one cluster's SMs are all free, and GEMM blocks on every SM kept it
 /// waiting (plain streams at the H200 run above: FP64 16384^2 197.9-198.2 ms against 189.4-190.4 on the green
 /// context, FP16x3 118.1-120.4 against 113.6-113.7). -1: three quarters of the device's SMs, rounded down to the
-/// split's granularity (96 of 132; 112 measured the same, 80 and 64 less well in FP16x3); 0: plain streams.
+/// split's granularity (96 of 132; 112 measured the same, 80 and 64 less well in FP16x3); 0: no green context, and
+/// then no default lanes (CudaQRState::allocate; lanes forced by TCQR_LOOKAHEAD run on plain streams).
 /// TCQR_LANES_GREEN=<SMs> overrides it.
 inline int lookaheadGreenSMs() {
   if (const char* v = std::getenv("TCQR_LANES_GREEN")) return std::max(0, std::atoi(v));
