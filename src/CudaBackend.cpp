@@ -146,6 +146,7 @@ class CudaQRState final : public QRState<S> {
         m_ctx.releaseLanes(true);
       }
       m_laneCount = 0;
+      m_laneMiss = Shape{};
       return true;
     } catch (...) {
       return false;
@@ -392,7 +393,7 @@ class CudaQRState final : public QRState<S> {
     // waiting (Tunables.hpp lookaheadGreenSMs).
     const bool defaultLanes = !lookaheadLanesFromEnv();
     int lanes = lookaheadLanes(mode, rows, cols);
-    if (lanes > 0 && defaultLanes && !m_ctx.greenLanesPossible()) lanes = 0;
+    if (lanes > 0 && defaultLanes && (m_laneMiss == Shape{rows, cols, mode} || !m_ctx.greenLanesReady())) lanes = 0;
     choices[count++] = {mode, lanes};
     if (lanes > 0 && defaultLanes) choices[count++] = {mode, 0};
     if (m_precision == Precision::Default && mode == Precision::FP16x3)
@@ -407,6 +408,9 @@ class CudaQRState final : public QRState<S> {
         const bool laneFallback = defaultLanes && choices[i].lanes > 0 && choices[i + 1].lanes == 0 &&
                                   choices[i + 1].mode == choices[i].mode;
         if (!e.isOutOfMemory() && !laneFallback) throw;
+        // Remembered for this shape: on a device this tight the next compute() of it would try and release it all
+        // again, and with it the graphs it could replay.
+        if (laneFallback) m_laneMiss = Shape{rows, cols, mode};
       }
     }
     allocateOrRelease(rows, cols, choices[count - 1].mode, choices[count - 1].lanes);
@@ -471,6 +475,7 @@ class CudaQRState final : public QRState<S> {
 
   // After a failed allocation: nothing is kept (the object is empty and reusable, see the out-of-memory test).
   void releaseAll() {
+    m_ctx.synchronizeNoThrow();  // work queued before the failed allocation may still use the buffers freed here
     m_graph.clear();
     m_rows = m_cols = 0;
     m_mode = Precision::Default;
@@ -662,6 +667,12 @@ class CudaQRState final : public QRState<S> {
   Precision m_precision = Precision::Default;
   Precision m_mode = Precision::Default;  // of the current factorization (allocate)
   int m_laneCount = 0;                     // its look-ahead lanes (allocate)
+  struct Shape {
+    Index rows = -1, cols = -1;
+    Precision mode = Precision::Default;
+    bool operator==(const Shape& o) const { return rows == o.rows && cols == o.cols && mode == o.mode; }
+  };
+  Shape m_laneMiss;  // the factorization whose default lanes did not fit (allocate), until the object is destroyed
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
   FactorGraph m_graph;  // the recursion's graphs (factorQueued)
 };

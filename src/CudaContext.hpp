@@ -186,6 +186,19 @@ class CudaContext {
     return false;
 #endif
   }
+  /// Whether the look-ahead lanes' green context exists, made now if greenLanesPossible() and it does not yet: for
+  /// the default lanes (CudaQRState::allocate), which lose on plain streams, so that a device the driver cannot split
+  /// (under MPS or MIG, say) runs without lanes instead. A failure is remembered until releaseLanes
+  /// (greenContextFailures counts them).
+  bool greenLanesReady() const {
+#if CUDA_VERSION >= 13000
+    if (!greenLanesPossible()) return false;
+    if (!m_green) makeGreenContext();
+    return m_green != nullptr;
+#else
+    return false;
+#endif
+  }
   /// Whether look-ahead lanes or their green context exist (made by fillLanes or reserveLanes).
   bool hasLanes() const noexcept {
     for (const CudaLane& l : m_lanes)
@@ -298,34 +311,42 @@ class CudaContext {
   /// its object is destroyed (releaseLanes from recycle).
   cudaStream_t greenLaneStream() const {
 #if CUDA_VERSION >= 13000
-    if (!greenLanesPossible()) return nullptr;
-    const GreenApi& api = greenApi();
-    if (!m_green) {
-      m_greenFailed = true;  // until it worked
-      CUdevResource all{}, group{}, rest{};
-      if (api.getResource(CUdevice(m_device), &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS) return nullptr;
-      const unsigned align = std::max(1u, all.sm.smCoscheduledAlignment);
-      const int want = lookaheadGreenSMs();
-      const unsigned count = want > 0 ? unsigned(want) : (all.sm.smCount * 3 / 4) / align * align;
-      unsigned groups = 1;
-      CUdevResourceDesc desc = nullptr;
-      CUgreenCtx g = nullptr;
-      if (count == 0 || count >= all.sm.smCount ||
-          api.split(&group, &groups, &all, &rest, 0, count) != CUDA_SUCCESS || groups != 1 ||
-          api.makeDesc(&desc, &group, 1) != CUDA_SUCCESS ||
-          api.create(&g, desc, CUdevice(m_device), CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS)
-        return nullptr;
-      m_green = g;
-      m_greenFailed = false;
-    }
+    if (!greenLanesReady()) return nullptr;
     CUstream st = nullptr;
-    if (api.makeStream(&st, m_green, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) return nullptr;
+    if (greenApi().makeStream(&st, m_green, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) return nullptr;
     ++g_greenLaneStreams;
     return st;
 #else
     return nullptr;
 #endif
   }
+#if CUDA_VERSION >= 13000
+  /// m_green: lookaheadGreenSMs multiprocessors of m_device (-1: three quarters, rounded down to the split's
+  /// granularity). Sets m_greenFailed where the driver refuses.
+  void makeGreenContext() const {
+    const GreenApi& api = greenApi();
+    CUdevResource all{}, group{}, rest{};
+    CUdevResourceDesc desc = nullptr;
+    CUgreenCtx g = nullptr;
+    unsigned groups = 1, count = 0;
+    bool made = api.getResource(CUdevice(m_device), &all, CU_DEV_RESOURCE_TYPE_SM) == CUDA_SUCCESS;
+    if (made) {
+      const unsigned align = std::max(1u, all.sm.smCoscheduledAlignment);
+      const int want = lookaheadGreenSMs();
+      count = want > 0 ? unsigned(want) : (all.sm.smCount * 3 / 4) / align * align;
+      made = count > 0 && count < all.sm.smCount &&
+             api.split(&group, &groups, &all, &rest, 0, count) == CUDA_SUCCESS && groups == 1 &&
+             api.makeDesc(&desc, &group, 1) == CUDA_SUCCESS &&
+             api.create(&g, desc, CUdevice(m_device), CU_GREEN_CTX_DEFAULT_STREAM) == CUDA_SUCCESS;
+    }
+    if (made) {
+      m_green = g;
+    } else {
+      m_greenFailed = true;
+      ++g_greenContextFailures;
+    }
+  }
+#endif
 
   void createLane(CudaLane& l, int q) const {
     try {

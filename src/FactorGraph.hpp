@@ -17,11 +17,13 @@ namespace tcqr {
 namespace detail {
 
 /// Captures and replays of every FactorGraph of the process, for the tests (which must see that a replay happened);
-/// and the look-ahead lanes' streams made on a green context (CudaContext::greenLaneStream), likewise.
-inline std::atomic<long> g_graphCaptures{0}, g_graphReplays{0}, g_greenLaneStreams{0};
+/// and the look-ahead lanes' streams made on a green context (CudaContext::greenLaneStream) and the green contexts
+/// the driver refused (CudaContext::greenLanesReady), likewise.
+inline std::atomic<long> g_graphCaptures{0}, g_graphReplays{0}, g_greenLaneStreams{0}, g_greenContextFailures{0};
 inline long graphCaptures() noexcept { return g_graphCaptures.load(); }
 inline long graphReplays() noexcept { return g_graphReplays.load(); }
 inline long greenLaneStreams() noexcept { return g_greenLaneStreams.load(); }
+inline long greenContextFailures() noexcept { return g_greenContextFailures.load(); }
 
 /// \internal
 /// Replays the recursion of a factorization whose key (shape, mode, the host's leaf choices, every buffer address

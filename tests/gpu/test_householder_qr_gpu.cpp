@@ -34,6 +34,7 @@
 
 #include "common/QRSuites.h"
 #include "common/ScopedEnv.h"
+#include "../../src/FactorGraph.hpp"  // (the graph-replay and green-lane counters)
 
 #ifdef _OPENMP
 #define TCQR_OMP_PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
@@ -566,17 +567,25 @@ TEST_SUITE("gpu") {
     size_t plainBytes = 0, laneBytes = 0;
     const MD plain = factor(&plainBytes);
     lanes.unset();
+    const long streams0 = tcqr::detail::greenLaneStreams(), refused0 = tcqr::detail::greenContextFailures();
     const MD withLanes = factor(&laneBytes);
+    const long streams = tcqr::detail::greenLaneStreams() - streams0;
+    const long refused = tcqr::detail::greenContextFailures() - refused0;
     INFO("device memory held: " << (plainBytes >> 20) << " MiB without lanes, " << (laneBytes >> 20) << " with");
     // The same products in other column splits (the lanes' share of each trailing update): at most a reordering.
     CHECK(tcqr_test::report("lanes against none", tcqr_test::relativeDifference(withLanes, plain)) <= 1e-9);
     int device = 0, major = 0;
     REQUIRE(cudaGetDevice(&device) == cudaSuccess);
     REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
-    if (major < 9) {
-      MESSAGE("no default lanes before sm_90 (no green context): nothing to fall back from");
+    if (major < 9 || refused > 0) {
+      // (Before sm_90 there is no green context; a driver may refuse to split the device, under MPS or MIG.)
+      MESSAGE("no default lanes here (sm_" << major << "x, green contexts refused: " << refused
+                                           << "): nothing to fall back from");
+      CHECK(streams == 0);
+      CHECK((withLanes.array() == plain.array()).all());
       return;
     }
+    CHECK(streams == 2);  // the two default lanes ran, on the green context
     REQUIRE(laneBytes > plainBytes + (size_t(64) << 20));
     tcqr::releaseCachedDeviceMemory();
     {
@@ -598,6 +607,20 @@ TEST_SUITE("gpu") {
       lanes.unset();
       const MD fallback = factor(nullptr);
       CHECK((fallback.array() == plain.array()).all());
+      // One object, factoring again: it remembers that its lanes did not fit, so it keeps its buffers and replays
+      // its graph (captured on the third factorization) instead of trying the lanes and releasing it all each time.
+      const long replays0 = tcqr::detail::graphReplays();
+      long streamsAfterFirst = 0;
+      Eigen::TensorCoreHouseholderQR<MD> qr;
+      qr.setBackend(Backend::Cuda);
+      for (int call = 0; call < 4; ++call) {
+        qr.compute(D);
+        REQUIRE(qr.info() == Eigen::Success);
+        CHECK((qr.matrixQR().array() == plain.array()).all());
+        if (call == 0) streamsAfterFirst = tcqr::detail::greenLaneStreams();
+      }
+      CHECK(tcqr::detail::graphReplays() - replays0 >= 1);
+      CHECK(tcqr::detail::greenLaneStreams() == streamsAfterFirst);  // no lanes tried after the first compute()
     }
     CHECK(cudaGetLastError() == cudaSuccess);
   }
