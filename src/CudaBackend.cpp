@@ -378,9 +378,10 @@ class CudaQRState final : public QRState<S> {
   // FP32: an allocation pass more, small next to a factorization of at least 2^24 entries. An explicitly requested
   // mode does not fall back.
   //
-  // Likewise the look-ahead lanes where they are on by default (FP64 from 8192^2, Tunables.hpp lookaheadLanes): each
-  // lane holds scratch and GEMM workspaces of its own, and where they do not fit the factorization runs without them
-  // (an explicit TCQR_LOOKAHEAD does not fall back).
+  // Likewise the look-ahead lanes where they are on by default (FP64 from 8192^2; below 2^27 entries from an object's
+  // second factorization of the shape: Tunables.hpp lookaheadLanes): each lane holds scratch and GEMM workspaces of
+  // its own, and where they do not fit the factorization runs without them (an explicit TCQR_LOOKAHEAD does not fall
+  // back).
   void allocate(Index rows, Index cols) {
     const Precision mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Cuda, rows, cols);
     struct Choice {
@@ -392,12 +393,13 @@ class CudaQRState final : public QRState<S> {
     // The default lanes only where they run on a green context: on plain streams their GEMMs keep the panel kernel
     // waiting (Tunables.hpp lookaheadGreenSMs).
     const bool defaultLanes = !lookaheadLanesFromEnv();
-    int lanes = lookaheadLanes(mode, rows, cols);
+    // (`again`: this object's last factorization had this shape and mode; m_rows is 0 in a new object's state.)
+    int lanes = lookaheadLanes(mode, rows, cols, rows == m_rows && cols == m_cols && mode == m_mode);
     if (lanes > 0 && defaultLanes && (m_laneMiss == Shape{rows, cols, mode} || !m_ctx.greenLanesReady())) lanes = 0;
     choices[count++] = {mode, lanes};
     if (lanes > 0 && defaultLanes) choices[count++] = {mode, 0};
     if (m_precision == Precision::Default && mode == Precision::FP16x3)
-      choices[count++] = {Precision::FP32, defaultLanes ? 0 : lookaheadLanes(Precision::FP32, rows, cols)};
+      choices[count++] = {Precision::FP32, defaultLanes ? 0 : lookaheadLanes(Precision::FP32, rows, cols, false)};
     for (int i = 0; i + 1 < count; ++i) {
       try {
         allocateOrRelease(rows, cols, choices[i].mode, choices[i].lanes);

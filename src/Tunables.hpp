@@ -296,11 +296,24 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 /// 4096^2-16384^2, FP16x3 131072 x 2048 9%. The lanes cost memory (each holds scratch and GEMM workspaces like the
 /// main lane's): where they do not fit, CudaQRState::allocate factors without them. TCQR_LOOKAHEAD=<lanes> (at most
 /// kMaxLanes, 0: none) and TCQR_LOOKAHEAD_RESERVE=<SMs> override the defaults; an explicit count does not fall back.
+///
+/// Below kLookaheadFp64FirstElements entries the lanes wait for an object's second factorization of the shape in a
+/// row (`again`). An object makes its lanes when it needs them, and a destroyed object's state, kept for the next
+/// object (StatePool), gives up its lanes and the graphs it captured with them (CudaQRState::recycle), while without
+/// lanes it keeps its graphs: code that makes a new object per call then replays the kept graph without lanes, but
+/// makes the lanes and runs them directly with. first_call_probe, H200, new object per call, lanes off / on
+/// (bench/results/logs/2026-11-28-h200-lanes-new-object-shapes.log): 8192^2 47.6-47.7 / 48.3-49.1 ms, 8192 x 16384
+/// 73.6-76.1 / 74.1-76.3, 16384 x 8192 87.2-88.3 / 84.8-85.0, 12288^2 113.2-114.2 / 105.2-107.2, 32768 x 8192
+/// 142.4-145.0 / 136.9-137.7; one object, replays: 8192^2 47.3-49.3 / 44.0-44.1.
 constexpr std::ptrdiff_t kLookaheadFp64MinDim = 8192;
+constexpr std::ptrdiff_t kLookaheadFp64FirstElements = std::ptrdiff_t(1) << 27;
 inline bool lookaheadLanesFromEnv() { return std::getenv("TCQR_LOOKAHEAD") != nullptr; }
-inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n) {
+inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bool again) {
   if (const char* v = std::getenv("TCQR_LOOKAHEAD")) return std::max(0, std::atoi(v));
-  return mode == Precision::FP64 && std::min(m, n) >= kLookaheadFp64MinDim ? 2 : 0;
+  return mode == Precision::FP64 && std::min(m, n) >= kLookaheadFp64MinDim &&
+                 (again || m * n >= kLookaheadFp64FirstElements)
+             ? 2
+             : 0;
 }
 /// (-1: half the device's multiprocessors, where the measured gains were; CudaContext::fillLanes.)
 inline int lookaheadReserveSMs(Precision mode) {

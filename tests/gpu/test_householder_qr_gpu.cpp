@@ -537,9 +537,10 @@ TEST_SUITE("gpu") {
     CHECK(cudaGetLastError() == cudaSuccess);
   }
 
-  // FP64 from 8192^2 runs with two look-ahead lanes by default (Tunables.hpp lookaheadLanes), each holding scratch and
-  // GEMM workspaces of its own. Where they do not fit, the factorization runs without them, as TCQR_LOOKAHEAD=0 does
-  // (bit for bit); an explicit TCQR_LOOKAHEAD does not fall back.
+  // FP64 from 8192^2 runs with two look-ahead lanes by default (Tunables.hpp lookaheadLanes; below 2^27 entries from
+  // an object's second factorization of the shape on), each holding scratch and GEMM workspaces of its own. Where they
+  // do not fit, the factorization runs without them, as TCQR_LOOKAHEAD=0 does (bit for bit), and the object does not
+  // try them again for the shape; an explicit TCQR_LOOKAHEAD does not fall back.
   TEST_CASE("[Cuda] FP64 8192^2: the default look-ahead lanes, and none where they do not fit") {
     TCQR_RANDOM_SEED();
     using MD = Eigen::MatrixXd;
@@ -551,25 +552,31 @@ TEST_SUITE("gpu") {
     const tcqr_test::ScopedEnv lanes("TCQR_LOOKAHEAD"), green("TCQR_LANES_GREEN");
     green.unset();  // (the default lanes need their green context)
     const MD D = tcqr_test::uniformMatrix<double>(8192, 8192);
-    // The device memory an object holds while it lives (its lanes go when its state is kept for a later object).
-    auto factor = [&](size_t* bytes) {
+    // One new object factors D `calls` times. `bytes`: the device memory it holds then (its lanes go when its state is
+    // kept for a later object); `made`: the lanes' green streams made in each call.
+    auto factor = [&](int calls, size_t* bytes, std::vector<long>* made) {
       tcqr::releaseCachedDeviceMemory();
       const size_t before = freeDeviceMemory();
       Eigen::TensorCoreHouseholderQR<MD> qr;
-      qr.setBackend(Backend::Cuda).compute(D);
-      REQUIRE(qr.info() == Eigen::Success);
-      CHECK(qr.activePrecision() == tcqr::Precision::FP64);
+      qr.setBackend(Backend::Cuda);
+      for (int call = 0; call < calls; ++call) {
+        const long streams = tcqr::detail::greenLaneStreams();
+        qr.compute(D);
+        REQUIRE(qr.info() == Eigen::Success);
+        CHECK(qr.activePrecision() == tcqr::Precision::FP64);
+        if (made) made->push_back(tcqr::detail::greenLaneStreams() - streams);
+      }
       const size_t after = freeDeviceMemory();
       if (bytes) *bytes = before > after ? before - after : 0;
       return MD(qr.matrixQR());
     };
     lanes.set("0");
     size_t plainBytes = 0, laneBytes = 0;
-    const MD plain = factor(&plainBytes);
+    const MD plain = factor(2, &plainBytes, nullptr);
     lanes.unset();
-    const long streams0 = tcqr::detail::greenLaneStreams(), refused0 = tcqr::detail::greenContextFailures();
-    const MD withLanes = factor(&laneBytes);
-    const long streams = tcqr::detail::greenLaneStreams() - streams0;
+    const long refused0 = tcqr::detail::greenContextFailures();
+    std::vector<long> made;
+    const MD withLanes = factor(2, &laneBytes, &made);
     const long refused = tcqr::detail::greenContextFailures() - refused0;
     INFO("device memory held: " << (plainBytes >> 20) << " MiB without lanes, " << (laneBytes >> 20) << " with");
     // The same products in other column splits (the lanes' share of each trailing update): at most a reordering.
@@ -577,15 +584,17 @@ TEST_SUITE("gpu") {
     int device = 0, major = 0;
     REQUIRE(cudaGetDevice(&device) == cudaSuccess);
     REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+    REQUIRE(made.size() == 2);
+    CHECK(made[0] == 0);  // an object's first factorization of a shape below 2^27 entries: no lanes
     if (major < 9 || refused > 0) {
       // (Before sm_90 there is no green context; a driver may refuse to split the device, under MPS or MIG.)
       MESSAGE("no default lanes here (sm_" << major << "x, green contexts refused: " << refused
                                            << "): nothing to fall back from");
-      CHECK(streams == 0);
+      CHECK(made[1] == 0);
       CHECK((withLanes.array() == plain.array()).all());
       return;
     }
-    CHECK(streams == 2);  // the two default lanes ran, on the green context
+    CHECK(made[1] == 2);  // its second: the two default lanes, on the green context
     REQUIRE(laneBytes > plainBytes + (size_t(64) << 20));
     tcqr::releaseCachedDeviceMemory();
     {
@@ -597,7 +606,7 @@ TEST_SUITE("gpu") {
       lanes.set("2");
       bool threw = false;
       try {
-        factor(nullptr);
+        factor(1, nullptr, nullptr);
       } catch (const tcqr::Error& e) {
         threw = true;
         INFO("what(): " << std::string(e.what()));
@@ -605,22 +614,15 @@ TEST_SUITE("gpu") {
       }
       CHECK(threw);
       lanes.unset();
-      const MD fallback = factor(nullptr);
+      // One object factoring again and again: the second factorization tries the lanes and falls back, bit for bit;
+      // the object remembers, so it keeps its buffers and replays its graph (captured in the fifth call: two direct
+      // runs after the fallback released everything) instead of trying the lanes and releasing it all every time.
+      const long replays = tcqr::detail::graphReplays();
+      made.clear();
+      const MD fallback = factor(6, nullptr, &made);
       CHECK((fallback.array() == plain.array()).all());
-      // One object, factoring again: it remembers that its lanes did not fit, so it keeps its buffers and replays
-      // its graph (captured on the third factorization) instead of trying the lanes and releasing it all each time.
-      const long replays0 = tcqr::detail::graphReplays();
-      long streamsAfterFirst = 0;
-      Eigen::TensorCoreHouseholderQR<MD> qr;
-      qr.setBackend(Backend::Cuda);
-      for (int call = 0; call < 4; ++call) {
-        qr.compute(D);
-        REQUIRE(qr.info() == Eigen::Success);
-        CHECK((qr.matrixQR().array() == plain.array()).all());
-        if (call == 0) streamsAfterFirst = tcqr::detail::greenLaneStreams();
-      }
-      CHECK(tcqr::detail::graphReplays() - replays0 >= 1);
-      CHECK(tcqr::detail::greenLaneStreams() == streamsAfterFirst);  // no lanes tried after the first compute()
+      CHECK(tcqr::detail::graphReplays() - replays >= 1);
+      for (size_t call = 2; call < made.size(); ++call) CHECK(made[call] == 0);
     }
     CHECK(cudaGetLastError() == cudaSuccess);
   }
