@@ -146,7 +146,8 @@ class CudaQRState final : public QRState<S> {
         m_ctx.releaseLanes(true);
       }
       m_laneCount = 0;
-      m_laneMiss = Shape{};
+      m_misses.clear();
+      m_lastFactored = Miss{};
       return true;
     } catch (...) {
       return false;
@@ -373,36 +374,37 @@ class CudaQRState final : public QRState<S> {
 
   // Resolves the mode of a factorization of rows x cols and sizes every buffer it needs. Precision::Default's FP16x3
   // falls back to FP32 when its buffers do not fit (FP32 needs about 30% less here, no operand halves: 1126 against
-  // about 1640 MiB at 8192^2), so that the default does not fail to factor where FP32 would succeed. On a device that
-  // tight every compute() tries FP16x3 first and, after the out-of-memory error, releases everything and sizes for
-  // FP32: an allocation pass more, small next to a factorization of at least 2^24 entries. An explicitly requested
-  // mode does not fall back.
+  // about 1640 MiB at 8192^2), so that the default does not fail to factor where FP32 would succeed. The object
+  // remembers the failure: its next compute() of the shape goes straight to FP32 while the device's free memory is
+  // short of what FP16x3 adds, and tries FP16x3 again once it is not (skipsMissed). An explicitly requested mode does
+  // not fall back.
   //
   // Likewise the look-ahead lanes where they are on by default (FP64 from 8192^2; below 2^27 entries from an object's
   // second factorization of the shape: Tunables.hpp lookaheadLanes): each lane holds scratch and GEMM workspaces of
-  // its own, and where they do not fit the factorization runs without them (an explicit TCQR_LOOKAHEAD does not fall
-  // back).
+  // its own, and where they do not fit the factorization runs without them, remembered alike (an explicit
+  // TCQR_LOOKAHEAD does not fall back).
   void allocate(Index rows, Index cols) {
     const Precision mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Cuda, rows, cols);
-    struct Choice {
-      Precision mode;
-      int lanes;
-    };
     Choice choices[3];
     int count = 0;
     // The default lanes only where they run on a green context: on plain streams their GEMMs keep the panel kernel
     // waiting (Tunables.hpp lookaheadGreenSMs).
     const bool defaultLanes = !lookaheadLanesFromEnv();
-    // (`again`: this object's last factorization had this shape and mode; m_rows is 0 in a new object's state.)
-    int lanes = lookaheadLanes(mode, rows, cols, rows == m_rows && cols == m_cols && mode == m_mode);
-    if (lanes > 0 && defaultLanes && (m_laneMiss == Shape{rows, cols, mode} || !m_ctx.greenLanesReady())) lanes = 0;
+    // (`again`: this object's last factorization had this shape and mode.) A choice of lanes that allocate will skip
+    // anyway does not make the green context (under memory pressure).
+    int lanes = lookaheadLanes(mode, rows, cols, m_lastFactored.matches(rows, cols, Choice{mode, 0}));
+    if (lanes > 0 && defaultLanes && (skipsMissed(rows, cols, Choice{mode, lanes}) || !m_ctx.greenLanesReady()))
+      lanes = 0;
     choices[count++] = {mode, lanes};
     if (lanes > 0 && defaultLanes) choices[count++] = {mode, 0};
     if (m_precision == Precision::Default && mode == Precision::FP16x3)
       choices[count++] = {Precision::FP32, defaultLanes ? 0 : lookaheadLanes(Precision::FP32, rows, cols, false)};
     for (int i = 0; i + 1 < count; ++i) {
+      if (skipsMissed(rows, cols, choices[i])) continue;
       try {
         allocateOrRelease(rows, cols, choices[i].mode, choices[i].lanes);
+        forgetMiss(rows, cols, choices[i]);
+        m_lastFactored = Miss{rows, cols, Choice{mode, 0}, 0};
         return;
       } catch (const Error& e) {
         // Default lanes that cannot be made (out of memory, or a handle or green context that failed under memory
@@ -410,13 +412,67 @@ class CudaQRState final : public QRState<S> {
         const bool laneFallback = defaultLanes && choices[i].lanes > 0 && choices[i + 1].lanes == 0 &&
                                   choices[i + 1].mode == choices[i].mode;
         if (!e.isOutOfMemory() && !laneFallback) throw;
-        // Remembered for this shape: on a device this tight the next compute() of it would try and release it all
-        // again, and with it the graphs it could replay.
-        if (laneFallback) m_laneMiss = Shape{rows, cols, mode};
+        rememberMiss(rows, cols, choices[i]);
       }
     }
     allocateOrRelease(rows, cols, choices[count - 1].mode, choices[count - 1].lanes);
+    m_lastFactored = Miss{rows, cols, Choice{mode, 0}, 0};
   }
+
+  // A choice of allocate() that failed: out of memory, or default lanes whose handles or green context could not be
+  // made (which may be memory pressure reported with another status). On a device that tight every compute() of the
+  // shape would otherwise try it again, release everything after the failure (the graphs too) and allocate the
+  // fallback again. The next allocate() of the shape skips it while the memory this state could have is short of what
+  // it would add (growthBytes, plus kMissMargin for what cuBLAS, the lanes' handles and green context and the graphs
+  // allocate themselves) or no larger than when it failed; "could have": the device's free memory, the idle states'
+  // that StatePool would free for it, and, for the second test, what this state holds. So it tries again once the
+  // memory is back, and a failure that memory does not explain waits for a change of at least kMissMargin.
+  struct Choice {
+    Precision mode;
+    int lanes;
+  };
+  struct Miss {
+    Index rows = -1, cols = -1;
+    Choice choice{Precision::Default, 0};
+    std::size_t available = 0;  // free + idle + held when it failed
+    bool matches(Index r, Index c, const Choice& o) const {
+      return rows == r && cols == c && choice.mode == o.mode && choice.lanes == o.lanes;
+    }
+  };
+  static constexpr std::size_t kMissMargin = std::size_t(64) << 20;
+  static constexpr std::size_t kMaxMisses = 8;
+  // The device memory this state could use beyond what it holds (free, and the device's idle states), or 0 if unknown.
+  std::size_t obtainableBytes() const {
+    size_t freeBytes = 0, total = 0;
+    if (cudaMemGetInfo(&freeBytes, &total) != cudaSuccess) {
+      cudaGetLastError();  // (this call's own error)
+      return 0;
+    }
+    return freeBytes + StatePool::instance().idleBytes(m_ctx.device());
+  }
+  bool skipsMissed(Index rows, Index cols, const Choice& c) const {
+    for (const Miss& m : m_misses)
+      if (m.matches(rows, cols, c)) {
+        const std::size_t obtainable = obtainableBytes();
+        return obtainable < growthBytes(rows, cols, c.mode, c.lanes) + kMissMargin ||
+               obtainable + deviceBytes() < m.available + kMissMargin;
+      }
+    return false;
+  }
+  // (After the failure's releaseAll: what the state holds then is in `available` too.)
+  void rememberMiss(Index rows, Index cols, const Choice& c) {
+    forgetMiss(rows, cols, c);
+    if (m_misses.size() >= kMaxMisses) m_misses.erase(m_misses.begin());
+    m_misses.push_back(Miss{rows, cols, c, obtainableBytes() + deviceBytes()});
+  }
+  void forgetMiss(Index rows, Index cols, const Choice& c) {
+    for (size_t i = 0; i < m_misses.size(); ++i)
+      if (m_misses[i].matches(rows, cols, c)) {
+        m_misses.erase(m_misses.begin() + std::ptrdiff_t(i));
+        return;
+      }
+  }
+
   // allocateIn, and once more after freeing the device's idle states (StatePool) if it was out of memory.
   void allocateOrRelease(Index rows, Index cols, Precision mode, int lanes) {
     StatePool::orRelease([&] { allocateIn(rows, cols, mode, lanes); });
@@ -427,16 +483,42 @@ class CudaQRState final : public QRState<S> {
     return StatePool::orRelease([&] { return b.reserve(count); });
   }
 
+  // The sizes of the main buffers a factorization of rows x cols in `mode` with `lanes` look-ahead lanes needs: A,
+  // T (k x k, the compact WY form: the factorization keeps no m x k W), tau and the recursion's scratch in entries,
+  // the GEMM workspaces in bytes.
+  struct Needs {
+    Index a, t, tau, scratch, conversion, partials;
+  };
+  Needs needs(Index rows, Index cols, Precision mode, int lanes) const {
+    const Index k = std::min(rows, cols);
+    return Needs{std::max<Index>(rows * cols, 1),
+                 std::max<Index>(k * k, 1),
+                 std::max<Index>(k, 1),
+                 std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes), 1),
+                 conversionBytes(mode, rows, cols),
+                 accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors(),
+                                   tnSequentialTiles(std::is_same<S, double>::value))};
+  }
+  // What allocateIn would add to the device memory held now (a buffer that grows is freed before its larger one is
+  // allocated), not counting cuSOLVER's small workspace, the column scales and cuBLAS's own allocations.
+  std::size_t growthBytes(Index rows, Index cols, Precision mode, int lanes) const {
+    const Needs n = needs(rows, cols, mode, lanes);
+    const auto grow = [](Index need, Index capacity, std::size_t size) {
+      return need > capacity ? static_cast<std::size_t>(need - capacity) * size : std::size_t(0);
+    };
+    return grow(n.a, m_a.capacity(), sizeof(S)) + grow(n.t, m_t.capacity(), sizeof(S)) +
+           grow(n.tau, m_tau.capacity(), sizeof(S)) + grow(n.scratch, m_scratch.capacity(), sizeof(S)) +
+           grow(n.conversion, m_conversion.buffer.capacity(), 1) + grow(n.partials, m_partials.buffer.capacity(), 1) +
+           m_ctx.laneGrowthBytes(lanes, n.conversion, n.partials);
+  }
+
   // Sizes every buffer a factorization of rows x cols in `mode` needs. On failure (out of memory) all device memory
   // of the object is released, so a failed compute() leaks nothing and the next one starts clean.
   void allocateIn(Index rows, Index cols, Precision mode, int lanes) {
     const Index k = std::min(rows, cols);
-    // T (k x k) of the compact WY form: the factorization keeps no m x k W. `lanes`: factorRecursive's look-ahead.
-    const Index need[4] = {std::max<Index>(rows * cols, 1), std::max<Index>(k * k, 1), std::max<Index>(k, 1),
-                           std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes), 1)};
-    const Index convBytes = conversionBytes(mode, rows, cols);
-    const Index partialBytes = accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors(),
-                                                 tnSequentialTiles(std::is_same<S, double>::value));
+    const Needs n = needs(rows, cols, mode, lanes);
+    const Index need[4] = {n.a, n.t, n.tau, n.scratch};
+    const Index convBytes = n.conversion, partialBytes = n.partials;
     const bool grows = need[0] > m_a.capacity() || need[1] > m_t.capacity() ||
                        need[2] > m_tau.capacity() || need[3] > m_scratch.capacity() ||
                        convBytes > m_conversion.buffer.capacity() || partialBytes > m_partials.buffer.capacity();
@@ -669,12 +751,8 @@ class CudaQRState final : public QRState<S> {
   Precision m_precision = Precision::Default;
   Precision m_mode = Precision::Default;  // of the current factorization (allocate)
   int m_laneCount = 0;                     // its look-ahead lanes (allocate)
-  struct Shape {
-    Index rows = -1, cols = -1;
-    Precision mode = Precision::Default;
-    bool operator==(const Shape& o) const { return rows == o.rows && cols == o.cols && mode == o.mode; }
-  };
-  Shape m_laneMiss;  // the factorization whose default lanes did not fit (allocate), until the object is destroyed
+  std::vector<Miss> m_misses;  // allocate's choices that failed (skipsMissed), until the object is destroyed
+  Miss m_lastFactored;         // the shape and mode of the object's last allocate() (its `lanes` unused)
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for
   FactorGraph m_graph;  // the recursion's graphs (factorQueued)
 };

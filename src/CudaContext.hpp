@@ -161,6 +161,22 @@ class CudaContext {
       if (partialBytes > 0) l.partials->buffer.reserve(partialBytes);
     }
   }
+  /// What reserveLanes(count, conversionBytes, partialBytes) and the lanes' creation would add to deviceBytes() (not
+  /// counting the handles' and the green context's own allocations).
+  std::size_t laneGrowthBytes(int count, Index conversionBytes, Index partialBytes) const noexcept {
+    std::size_t bytes = 0;
+    const auto grow = [](Index need, Index capacity) {
+      return need > capacity ? static_cast<std::size_t>(need - capacity) : std::size_t(0);
+    };
+    for (int q = 0; q < std::min(count, kMaxLanes); ++q) {
+      const size_t i = static_cast<size_t>(q);
+      bytes += grow(conversionBytes, m_laneConversion[i].buffer.capacity()) +
+               grow(partialBytes, m_lanePartials[i].buffer.capacity());
+      if (graphReplayEnabled() && m_laneBlasWorkspace[i].capacity() == 0)
+        bytes += static_cast<std::size_t>(m_blasWorkspace.capacity() > 0 ? m_blasWorkspace.capacity() : Index(32) << 20);
+    }
+    return bytes;
+  }
   /// Device memory held here: the lanes' GEMM workspaces and cuBLAS's explicit workspace.
   std::size_t deviceBytes() const noexcept {
     std::size_t bytes = static_cast<std::size_t>(m_blasWorkspace.capacity());
@@ -312,8 +328,14 @@ class CudaContext {
   cudaStream_t greenLaneStream() const {
 #if CUDA_VERSION >= 13000
     if (!greenLanesReady()) return nullptr;
+    // (A context that exists but makes no stream fails the lane: default lanes then fall back to none, CudaQRState::
+    // allocate, rather than run on a plain stream.)
     CUstream st = nullptr;
-    if (greenApi().makeStream(&st, m_green, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) return nullptr;
+    const CUresult r = greenApi().makeStream(&st, m_green, CU_STREAM_NON_BLOCKING, 0);
+    if (r != CUDA_SUCCESS)  // (CUDA_ERROR_OUT_OF_MEMORY is 2, as cudaErrorMemoryAllocation: Error::isOutOfMemory)
+      throwError(ErrorSource::Cuda, static_cast<int>(r),
+                 r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUresult",
+                 "cuGreenCtxStreamCreate(&stream, green, CU_STREAM_NON_BLOCKING, 0)", __FILE__, __LINE__);
     ++g_greenLaneStreams;
     return st;
 #else
@@ -322,26 +344,27 @@ class CudaContext {
   }
 #if CUDA_VERSION >= 13000
   /// m_green: lookaheadGreenSMs multiprocessors of m_device (-1: three quarters, rounded down to the split's
-  /// granularity). Sets m_greenFailed where the driver refuses.
+  /// granularity). Sets m_greenFailed where the driver refuses, unless for lack of memory (tried again next time).
   void makeGreenContext() const {
     const GreenApi& api = greenApi();
     CUdevResource all{}, group{}, rest{};
     CUdevResourceDesc desc = nullptr;
     CUgreenCtx g = nullptr;
-    unsigned groups = 1, count = 0;
-    bool made = api.getResource(CUdevice(m_device), &all, CU_DEV_RESOURCE_TYPE_SM) == CUDA_SUCCESS;
-    if (made) {
+    unsigned groups = 1;
+    CUresult r = api.getResource(CUdevice(m_device), &all, CU_DEV_RESOURCE_TYPE_SM);
+    if (r == CUDA_SUCCESS) {
       const unsigned align = std::max(1u, all.sm.smCoscheduledAlignment);
       const int want = lookaheadGreenSMs();
-      count = want > 0 ? unsigned(want) : (all.sm.smCount * 3 / 4) / align * align;
-      made = count > 0 && count < all.sm.smCount &&
-             api.split(&group, &groups, &all, &rest, 0, count) == CUDA_SUCCESS && groups == 1 &&
-             api.makeDesc(&desc, &group, 1) == CUDA_SUCCESS &&
-             api.create(&g, desc, CUdevice(m_device), CU_GREEN_CTX_DEFAULT_STREAM) == CUDA_SUCCESS;
+      const unsigned count = want > 0 ? unsigned(want) : (all.sm.smCount * 3 / 4) / align * align;
+      r = count > 0 && count < all.sm.smCount ? api.split(&group, &groups, &all, &rest, 0, count)
+                                               : CUDA_ERROR_INVALID_VALUE;
+      if (r == CUDA_SUCCESS && groups != 1) r = CUDA_ERROR_INVALID_VALUE;
+      if (r == CUDA_SUCCESS) r = api.makeDesc(&desc, &group, 1);
+      if (r == CUDA_SUCCESS) r = api.create(&g, desc, CUdevice(m_device), CU_GREEN_CTX_DEFAULT_STREAM);
     }
-    if (made) {
+    if (r == CUDA_SUCCESS) {
       m_green = g;
-    } else {
+    } else if (r != CUDA_ERROR_OUT_OF_MEMORY) {
       m_greenFailed = true;
       ++g_greenContextFailures;
     }

@@ -181,6 +181,15 @@ class StatePool {
     for (const Entry& e : evicted) destroyEntry(e);
   }
 
+  /// The device memory the idle states of `device` hold (what release(device) would free; CudaQRState::skipsMissed).
+  std::size_t idleBytes(int device) noexcept {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    std::size_t bytes = 0;
+    for (const Entry& e : m_idle)
+      if (e.device == device) bytes += e.bytes;
+    return bytes;
+  }
+
   /// Destroys the idle states of `device` (negative: of every device); returns the bytes of device memory they held.
   std::size_t release(int device = -1) noexcept {
     std::vector<Entry> mine;

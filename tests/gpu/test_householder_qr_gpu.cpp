@@ -540,7 +540,7 @@ TEST_SUITE("gpu") {
   // FP64 from 8192^2 runs with two look-ahead lanes by default (Tunables.hpp lookaheadLanes; below 2^27 entries from
   // an object's second factorization of the shape on), each holding scratch and GEMM workspaces of its own. Where they
   // do not fit, the factorization runs without them, as TCQR_LOOKAHEAD=0 does (bit for bit), and the object does not
-  // try them again for the shape; an explicit TCQR_LOOKAHEAD does not fall back.
+  // try them again for the shape until the memory is back; an explicit TCQR_LOOKAHEAD does not fall back.
   TEST_CASE("[Cuda] FP64 8192^2: the default look-ahead lanes, and none where they do not fit") {
     TCQR_RANDOM_SEED();
     using MD = Eigen::MatrixXd;
@@ -597,6 +597,8 @@ TEST_SUITE("gpu") {
     CHECK(made[1] == 2);  // its second: the two default lanes, on the green context
     REQUIRE(laneBytes > plainBytes + (size_t(64) << 20));
     tcqr::releaseCachedDeviceMemory();
+    Eigen::TensorCoreHouseholderQR<MD> tight;
+    tight.setBackend(Backend::Cuda);
     {
       // Room for the factorization without lanes and half of what the lanes add.
       const size_t available = freeDeviceMemory();
@@ -615,15 +617,27 @@ TEST_SUITE("gpu") {
       CHECK(threw);
       lanes.unset();
       // One object factoring again and again: the second factorization tries the lanes and falls back, bit for bit;
-      // the object remembers, so it keeps its buffers and replays its graph (captured in the fifth call: two direct
-      // runs after the fallback released everything) instead of trying the lanes and releasing it all every time.
-      const long replays = tcqr::detail::graphReplays();
-      made.clear();
-      const MD fallback = factor(6, nullptr, &made);
-      CHECK((fallback.array() == plain.array()).all());
-      CHECK(tcqr::detail::graphReplays() - replays >= 1);
-      for (size_t call = 2; call < made.size(); ++call) CHECK(made[call] == 0);
+      // the object remembers, so while the memory stays short it keeps its buffers and replays its graph (captured in
+      // the fourth call: the fallback and one more run directly after the failure released everything; replayed in
+      // the fifth and sixth) instead of trying the lanes and releasing it all every time.
+      const long replays = tcqr::detail::graphReplays(), refusedBefore = tcqr::detail::greenContextFailures();
+      for (int call = 0; call < 6; ++call) {
+        INFO("call " << call);
+        const long streams = tcqr::detail::greenLaneStreams();
+        tight.compute(D);
+        REQUIRE(tight.info() == Eigen::Success);
+        CHECK((tight.matrixQR().array() == plain.array()).all());
+        if (call >= 2) CHECK(tcqr::detail::greenLaneStreams() == streams);
+      }
+      if (tcqr::detail::graphReplayEnabled()) CHECK(tcqr::detail::graphReplays() - replays == 2);
+      CHECK(tcqr::detail::greenContextFailures() == refusedBefore);
     }
+    // The memory is back: the same object's next factorization has its lanes again.
+    const long streams = tcqr::detail::greenLaneStreams();
+    tight.compute(D);
+    REQUIRE(tight.info() == Eigen::Success);
+    CHECK(tcqr::detail::greenLaneStreams() - streams == 2);
+    CHECK(tcqr_test::relativeDifference(MD(tight.matrixQR()), plain) <= 1e-9);
     CHECK(cudaGetLastError() == cudaSuccess);
   }
 

@@ -27,6 +27,7 @@
 
 #include "common/PrecisionChecks.h"
 #include "common/ScopedEnv.h"
+#include "../../src/FactorGraph.hpp"  // (the graph-replay counter)
 
 using tcqr::Backend;
 using tcqr::Precision;
@@ -186,8 +187,9 @@ TEST_SUITE("gpu") {
   // Precision::Default for float on the GPU (tcqr::resolvePrecision): FP16x3 from 1024 rows and columns and 2^24
   // entries, and its factorization is FP16x3's (much closer to an explicit FP16x3 than to FP32: on one device the runs
   // are expected to agree bitwise), within FP16x3's accuracy; a copy keeps the mode; when the device is short of memory
-  // for FP16x3's operand workspace, FP32's factorization instead (while an explicit FP16x3 fails with out-of-memory),
-  // and FP16x3 again on the same object once the memory is back.
+  // for FP16x3's operand workspace, FP32's factorization instead (while an explicit FP16x3 fails with out-of-memory;
+  // replayed in later calls, which do not try FP16x3 while the memory is short), and FP16x3 again on the same object
+  // once the memory is back.
   TEST_CASE("[Cuda] Default runs FP16x3 on large float matrices, FP32 when device memory is short") {
     TCQR_RANDOM_SEED();
     Eigen::initParallel();
@@ -270,6 +272,20 @@ TEST_SUITE("gpu") {
       CHECK(report("fallback against FP32", relativeDifference(shortOfMemory.matrixQR(), fp32QR)) <= 0.25 * modesApart);
       CHECK(report("backward (estimate), FP32 fallback", backwardEstimate(shortOfMemory)) <=
             tcqr_test::kTestSlack * tcqr_test::modeBounds(Precision::FP32).backward);
+      // While the memory stays short the object goes straight to FP32: it keeps its buffers, and its graph, captured
+      // after two direct runs, replays, where retrying FP16x3 would release everything (graphs too) each time. (The
+      // fallback's own run and the loop's first did not make two: on the H200 the capture came in the loop's third
+      // call, as if the product with Q between them had changed what the key holds.)
+      const M first = shortOfMemory.matrixQR();
+      const long replays = tcqr::detail::graphReplays(), captures = tcqr::detail::graphCaptures();
+      for (int call = 0; call < 4; ++call) {
+        shortOfMemory.compute(A);
+        REQUIRE(shortOfMemory.info() == Eigen::Success);
+        CHECK(shortOfMemory.activePrecision() == Precision::FP32);
+      }
+      INFO("captures " << tcqr::detail::graphCaptures() - captures << ", free " << (freeDeviceMemory() >> 20) << " MiB");
+      if (tcqr::detail::graphReplayEnabled()) CHECK(tcqr::detail::graphReplays() - replays >= 1);
+      CHECK(shortOfMemory.matrixQR() == first);
     }
     CHECK(cudaGetLastError() == cudaSuccess);
     shortOfMemory.compute(A);  // the memory is back
