@@ -402,7 +402,7 @@ class CudaQRState final : public QRState<S> {
     for (int i = 0; i + 1 < count; ++i) {
       if (skipsMissed(rows, cols, choices[i])) continue;
       try {
-        allocateOrRelease(rows, cols, choices[i].mode, choices[i].lanes);
+        allocateOrRelease(rows, cols, choices[i].mode, choices[i].lanes, defaultLanes);
         forgetMiss(rows, cols, choices[i]);
         m_lastFactored = Miss{rows, cols, Choice{mode, 0}, 0};
         return;
@@ -415,7 +415,7 @@ class CudaQRState final : public QRState<S> {
         rememberMiss(rows, cols, choices[i]);
       }
     }
-    allocateOrRelease(rows, cols, choices[count - 1].mode, choices[count - 1].lanes);
+    allocateOrRelease(rows, cols, choices[count - 1].mode, choices[count - 1].lanes, defaultLanes);
     m_lastFactored = Miss{rows, cols, Choice{mode, 0}, 0};
   }
 
@@ -474,8 +474,8 @@ class CudaQRState final : public QRState<S> {
   }
 
   // allocateIn, and once more after freeing the device's idle states (StatePool) if it was out of memory.
-  void allocateOrRelease(Index rows, Index cols, Precision mode, int lanes) {
-    StatePool::orRelease([&] { allocateIn(rows, cols, mode, lanes); });
+  void allocateOrRelease(Index rows, Index cols, Precision mode, int lanes, bool greenOnly = false) {
+    StatePool::orRelease([&] { allocateIn(rows, cols, mode, lanes, greenOnly); });
   }
   // b.reserve(count), likewise.
   template <typename T>
@@ -514,7 +514,8 @@ class CudaQRState final : public QRState<S> {
 
   // Sizes every buffer a factorization of rows x cols in `mode` needs. On failure (out of memory) all device memory
   // of the object is released, so a failed compute() leaks nothing and the next one starts clean.
-  void allocateIn(Index rows, Index cols, Precision mode, int lanes) {
+  // `greenOnly`: the lanes are the default ones, made on the green context or not at all (CudaContext::reserveLanes).
+  void allocateIn(Index rows, Index cols, Precision mode, int lanes, bool greenOnly = false) {
     const Index k = std::min(rows, cols);
     const Needs n = needs(rows, cols, mode, lanes);
     const Index need[4] = {n.a, n.t, n.tau, n.scratch};
@@ -534,7 +535,7 @@ class CudaQRState final : public QRState<S> {
       m_scratch.reserve(need[3]);
       if (convBytes > 0) m_conversion.buffer.reserve(convBytes);
       if (partialBytes > 0) m_partials.buffer.reserve(partialBytes);
-      m_ctx.reserveLanes(lanes, convBytes, partialBytes);
+      m_ctx.reserveLanes(lanes, convBytes, partialBytes, greenOnly);
       if (scalesColumns(mode, cols)) m_colScale.reserve(std::max<Index>(cols, 1));
       m_lastRow.reserve(cols, stream());
       if (k > 0 && m_workQueried != std::make_pair(rows, std::min(k, nb()))) {

@@ -145,12 +145,14 @@ class CudaContext {
   /// Creates the first `count` lanes and sizes their GEMM workspaces like the main lane's (`conversionBytes`,
   /// `partialBytes`): a lane's product runs in column passes as wide as its partials workspace holds, so an empty
   /// one would run it a column at a time. For the state's allocate(), so that a factorization allocates nothing.
-  void reserveLanes(int count, Index conversionBytes, Index partialBytes) const {
+  /// `greenOnly` (the default lanes, which lose on plain streams): a lane made now that gets no green stream throws
+  /// instead of taking a plain one (CudaQRState::allocate then factors without lanes).
+  void reserveLanes(int count, Index conversionBytes, Index partialBytes, bool greenOnly = false) const {
     count = std::min(count, kMaxLanes);
     bool grows = false;
     for (int q = 0; q < count; ++q) {
       CudaLane& l = m_lanes[static_cast<size_t>(q)];
-      if (!l.stream) createLane(l, q);
+      if (!l.stream) createLane(l, q, greenOnly);
       grows = grows || conversionBytes > l.conversion->buffer.capacity() ||
               partialBytes > l.partials->buffer.capacity();
     }
@@ -322,7 +324,9 @@ class CudaContext {
 
   /// A non-blocking stream for a look-ahead lane on the state's green context (lookaheadGreenSMs multiprocessors of
   /// m_device, created on first use), or null where there is none (greenLanesPossible false, or the driver cannot
-  /// split the device): the lanes then use plain streams, which only costs speed. The green context retains the
+  /// split the device or is out of memory): lanes forced by TCQR_LOOKAHEAD then use plain streams, which only costs
+  /// speed, and the default lanes are not made (createLane's greenOnly). Where the context exists but makes no stream,
+  /// throws. The green context retains the
   /// device's primary context: while it exists, cudaDeviceReset() fails, so the state gives it up with its lanes when
   /// its object is destroyed (releaseLanes from recycle).
   cudaStream_t greenLaneStream() const {
@@ -371,7 +375,7 @@ class CudaContext {
   }
 #endif
 
-  void createLane(CudaLane& l, int q) const {
+  void createLane(CudaLane& l, int q, bool greenOnly = false) const {
     try {
       TCQR_CHECK(cudaEventCreateWithFlags(&l.fork, cudaEventDisableTiming));
       TCQR_CHECK(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
@@ -379,6 +383,9 @@ class CudaContext {
       TCQR_CHECK(cublasSetMathMode(l.blas, CUBLAS_DEFAULT_MATH));
       TCQR_CHECK(cublasSetEmulationStrategy(l.blas, m_emulation));
       l.stream = greenLaneStream();
+      if (!l.stream && greenOnly)  // (e.g. remade after a failed allocation released it, and refused or out of memory)
+        throwError(ErrorSource::Cuda, static_cast<int>(cudaErrorNotSupported), "cudaErrorNotSupported",
+                   "greenLaneStream() (the default look-ahead lanes need their green context)", __FILE__, __LINE__);
       if (!l.stream) TCQR_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
       TCQR_CHECK(cublasSetStream(l.blas, l.stream));
       if (graphReplayEnabled()) {  // as applyStream: the lanes' GEMMs are captured too

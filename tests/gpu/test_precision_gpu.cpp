@@ -275,8 +275,8 @@ TEST_SUITE("gpu") {
       // While the memory stays short the object goes straight to FP32: it keeps its buffers, and its graph, captured
       // after two direct runs, replays, where retrying FP16x3 would release everything (graphs too) each time. (The
       // fallback's own run and the loop's first did not make two: on the H200 the capture came in the loop's third
-      // call. Likely the fallback's run counted under another key, one of a workspace that grew during that run:
-      // factorQueued's `after`.)
+      // call. A run is counted under the key it ends with, factorQueued's `after`, so something between the runs
+      // changed the key: likely the product with Q (backwardEstimate), growing a workspace the key holds.)
       const M first = shortOfMemory.matrixQR();
       const long replays = tcqr::detail::graphReplays(), captures = tcqr::detail::graphCaptures();
       for (int call = 0; call < 4; ++call) {
