@@ -503,12 +503,8 @@ class CudaQRState final : public QRState<S> {
   // allocated), not counting cuSOLVER's small workspace, the column scales and cuBLAS's own allocations.
   std::size_t growthBytes(Index rows, Index cols, Precision mode, int lanes) const {
     const Needs n = needs(rows, cols, mode, lanes);
-    const auto grow = [](Index need, Index capacity, std::size_t size) {
-      return need > capacity ? static_cast<std::size_t>(need - capacity) * size : std::size_t(0);
-    };
-    return grow(n.a, m_a.capacity(), sizeof(S)) + grow(n.t, m_t.capacity(), sizeof(S)) +
-           grow(n.tau, m_tau.capacity(), sizeof(S)) + grow(n.scratch, m_scratch.capacity(), sizeof(S)) +
-           grow(n.conversion, m_conversion.buffer.capacity(), 1) + grow(n.partials, m_partials.buffer.capacity(), 1) +
+    return m_a.growthBytes(n.a) + m_t.growthBytes(n.t) + m_tau.growthBytes(n.tau) + m_scratch.growthBytes(n.scratch) +
+           m_conversion.buffer.growthBytes(n.conversion) + m_partials.buffer.growthBytes(n.partials) +
            m_ctx.laneGrowthBytes(lanes, n.conversion, n.partials);
   }
 

@@ -167,15 +167,11 @@ class CudaContext {
   /// counting the handles' and the green context's own allocations).
   std::size_t laneGrowthBytes(int count, Index conversionBytes, Index partialBytes) const noexcept {
     std::size_t bytes = 0;
-    const auto grow = [](Index need, Index capacity) {
-      return need > capacity ? static_cast<std::size_t>(need - capacity) : std::size_t(0);
-    };
     for (int q = 0; q < std::min(count, kMaxLanes); ++q) {
       const size_t i = static_cast<size_t>(q);
-      bytes += grow(conversionBytes, m_laneConversion[i].buffer.capacity()) +
-               grow(partialBytes, m_lanePartials[i].buffer.capacity());
-      if (graphReplayEnabled() && m_laneBlasWorkspace[i].capacity() == 0)
-        bytes += static_cast<std::size_t>(m_blasWorkspace.capacity() > 0 ? m_blasWorkspace.capacity() : Index(32) << 20);
+      bytes += m_laneConversion[i].buffer.growthBytes(conversionBytes) +
+               m_lanePartials[i].buffer.growthBytes(partialBytes);
+      if (graphReplayEnabled()) bytes += m_laneBlasWorkspace[i].growthBytes(laneBlasWorkspaceBytes());
     }
     return bytes;
   }
@@ -375,6 +371,10 @@ class CudaContext {
   }
 #endif
 
+  /// A lane's cuBLAS workspace (graphs on): the main handle's size, or NVIDIA's 32 MiB before it has one.
+  Index laneBlasWorkspaceBytes() const noexcept {
+    return m_blasWorkspace.capacity() > 0 ? m_blasWorkspace.capacity() : Index(32) << 20;
+  }
   void createLane(CudaLane& l, int q, bool greenOnly = false) const {
     try {
       TCQR_CHECK(cudaEventCreateWithFlags(&l.fork, cudaEventDisableTiming));
@@ -390,7 +390,7 @@ class CudaContext {
       TCQR_CHECK(cublasSetStream(l.blas, l.stream));
       if (graphReplayEnabled()) {  // as applyStream: the lanes' GEMMs are captured too
         DeviceBuffer<char>& w = m_laneBlasWorkspace[static_cast<size_t>(q)];
-        if (w.capacity() == 0) w.reserve(m_blasWorkspace.capacity() > 0 ? m_blasWorkspace.capacity() : Index(32) << 20);
+        if (w.capacity() == 0) w.reserve(laneBlasWorkspaceBytes());
         TCQR_CHECK(cublasSetWorkspace(l.blas, w.get(), size_t(w.capacity())));
       }
       l.conversion = &m_laneConversion[static_cast<size_t>(q)];

@@ -48,6 +48,10 @@ class DeviceBuffer {
   }
   T* get() const { return m_p; }
   Index capacity() const { return m_cap; }
+  /// The bytes reserve(count) would add to what the buffer holds (it frees the old buffer before allocating).
+  std::size_t growthBytes(Index count) const noexcept {
+    return count > m_cap ? static_cast<std::size_t>(count - m_cap) * sizeof(T) : std::size_t(0);
+  }
 
  private:
   T* m_p = nullptr;
