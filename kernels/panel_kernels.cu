@@ -1,4 +1,4 @@
-// panel_kernels.cu - a whole Householder panel (at most 32 columns, up to 16384 rows in float and 8192 in double) in
+// panel_kernels.cu - a whole Householder panel (at most 32 columns, up to 24576 rows in float and 8192 in double) in
 // one launch: the panel lives in the registers of a thread-block cluster (sm_90, up to 16 blocks), and every
 // reduction over the rows is a shuffle reduce-scatter inside each warp, a sum over the block's warps in shared
 // memory and an exchange of the blocks' partial sums through distributed shared memory: by default pushed with
@@ -19,6 +19,7 @@
 //
 // All blocks sum the partial sums in the same order, so every thread of the cluster holds bit-identical totals and
 // takes the same branches (a divergent branch around a cluster barrier would hang).
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -496,8 +497,19 @@ int clusterLimit() {
   return limit;
 }
 
+// Rows per thread: float up to 6 (a[6][32] and p[32] take 255 registers, with 16-28 bytes of spills in the st.async
+// variant; 5 take 248-254 and none), double up to 2 (3 spilled 436-568 bytes: ptxas -v, nvcc 13.0, sm_90).
 template <typename S>
-constexpr int kPanelMaxR = sizeof(S) == 4 ? 4 : 2;
+constexpr int kPanelMaxR = sizeof(S) == 4 ? 6 : 2;
+
+/// kPanelMaxR, or less where TCQR_PANEL_MAX_ROWS_PER_THREAD asks (for measurements: float's R = 5 and 6 extend the
+/// kernel from 16384 to 20480 and 24576 rows). Read on every call, as the tests change it.
+template <typename S>
+int panelMaxR() {
+  const char* v = std::getenv("TCQR_PANEL_MAX_ROWS_PER_THREAD");
+  const int r = v ? std::atoi(v) : 0;
+  return r > 0 ? std::min(r, kPanelMaxR<S>) : kPanelMaxR<S>;
+}
 
 template <typename S, int R>
 void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream,
@@ -515,14 +527,34 @@ int clusterLimitOfExchange() {
   return panelExchangeAsync() ? clusterLimit<S, R, true>() : clusterLimit<S, R, false>();
 }
 
+/// The largest cluster every instantiation runs with: they differ in registers per thread only, and one size must fit
+/// all. Remembered per device (it is asked for every panel).
+template <typename S>
+int panelClusterLimit() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();  // (this call's own error)
+    return 0;
+  }
+  static std::atomic<int> known[64];  // limit + 1, 0: not yet known
+  if (device < 0 || device >= 64) return 0;
+  if (const int k = known[device].load(std::memory_order_relaxed)) return k - 1;
+  int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
+  if constexpr (sizeof(S) == 4) {
+    c = std::min(c, clusterLimitOfExchange<float, 3>());
+    c = std::min(c, clusterLimitOfExchange<float, 4>());
+    c = std::min(c, clusterLimitOfExchange<float, 5>());
+    c = std::min(c, clusterLimitOfExchange<float, 6>());
+  }
+  known[device].store(c + 1, std::memory_order_relaxed);
+  return c;
+}
+
 }  // namespace
 
 template <typename S>
 Index householderPanelMaxRows() {
-  // Every instantiation is checked: they differ in registers per thread only, and a cluster size must fit all.
-  int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
-  if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimitOfExchange<float, 4>());
-  return Index(c) * kPanelThreads * kPanelMaxR<S>;
+  return Index(panelClusterLimit<S>()) * kPanelThreads * panelMaxR<S>();
 }
 
 template <typename S>
@@ -533,21 +565,26 @@ void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Ind
   if (n > kPanelCols || m < n || m > maxRows)
     detail::throwError(ErrorSource::Kernel, 0, "panel shape out of range", "launchHouseholderPanel", __FILE__,
                        __LINE__);
-  const int limit = static_cast<int>(maxRows / (kPanelThreads * kPanelMaxR<S>));
+  const int limit = panelClusterLimit<S>();
+  const int maxR = panelMaxR<S>();
   // Fewest rows per thread that fit the largest cluster: more blocks, less arithmetic each (rowsPerThread > 0 asks
   // for more, for measurements).
   int R = 1;
-  while (R < kPanelMaxR<S> && (m + Index(R) * kPanelThreads - 1) / (Index(R) * kPanelThreads) > limit) R *= 2;
-  while (R < rowsPerThread && R < kPanelMaxR<S>) R *= 2;
+  while (R < maxR && (m + Index(R) * kPanelThreads - 1) / (Index(R) * kPanelThreads) > limit) ++R;
+  R = std::max(R, std::min(rowsPerThread, maxR));
   const int C = static_cast<int>((m + Index(R) * kPanelThreads - 1) / (Index(R) * kPanelThreads));
-  switch (R) {
-    case 1: launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
-    case 2: launchPanelR<S, 2>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
-    default:
-      if constexpr (sizeof(S) == 4) launchPanelR<float, 4>(reinterpret_cast<float*>(A), lda, m, n,
-                                                            reinterpret_cast<float*>(tau),
-                                                            reinterpret_cast<float*>(T), ldt, C, stream, priority);
-      break;
+  if constexpr (sizeof(S) == 4) {
+    switch (R) {
+      case 1: launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+      case 2: launchPanelR<S, 2>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+      case 3: launchPanelR<S, 3>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+      case 4: launchPanelR<S, 4>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+      case 5: launchPanelR<S, 5>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+      default: launchPanelR<S, 6>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+    }
+  } else {
+    if (R == 1) launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream, priority);
+    else launchPanelR<S, 2>(A, lda, m, n, tau, T, ldt, C, stream, priority);
   }
 }
 

@@ -349,10 +349,11 @@ inline bool x3FusedFirstChunk() {
   const char* v = std::getenv("TCQR_X3_FUSED");
   return v == nullptr || std::atoi(v) != 0;
 }
-/// Panel::Auto on the CUDA backend factors panels of up to kernels::householderPanelMaxRows rows (16384 in float,
-/// 8192 in double on the H100) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel) instead of
-/// the TSQR panel. TCQR_PANEL_KERNEL=0 turns that off (for measurements), TCQR_PANEL_ROWS_PER_THREAD=<1|2|4> fixes
-/// the kernel's rows per thread (and with it its block count).
+/// Panel::Auto on the CUDA backend factors panels of up to kernels::householderPanelMaxRows rows (24576 in float,
+/// 8192 in double on the H100 and H200) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel)
+/// instead of the TSQR panel. TCQR_PANEL_KERNEL=0 turns that off (for measurements), TCQR_PANEL_ROWS_PER_THREAD=<r>
+/// (1-6 in float, 1-2 in double) sets the kernel's least rows per thread (and with it its block count), and
+/// TCQR_PANEL_MAX_ROWS_PER_THREAD=<r> its most (and with it the tallest panel; kernels/panel_kernels.cu).
 inline bool panelKernelEnabled() {
   const char* v = std::getenv("TCQR_PANEL_KERNEL");
   return v == nullptr || std::atoi(v) != 0;

@@ -94,8 +94,8 @@ Index householderPanelMaxRows();
 /// launchColumnReflector per column: R on and above the diagonal, essential parts below, tau = 0 for a tail of
 /// squared norm at most the smallest normal number), its n coefficients to tau, and T (n x n, upper triangular, zeros
 /// below the diagonal) with H_0 ... H_{n-1} = I - Y T Y^T. One launch of one thread-block cluster
-/// (kernels/panel_kernels.cu). rowsPerThread (1, 2 or 4 in float, 1 or 2 in double; 0: the fewest that fit) picks
-/// the block count, for measurements. priority != 0: the launch's stream priority (cudaLaunchAttributePriority),
+/// (kernels/panel_kernels.cu). rowsPerThread (1-6 in float, 1 or 2 in double; 0: the fewest that fit) is the least
+/// rows per thread, which picks the block count, for measurements. priority != 0: the launch's stream priority (cudaLaunchAttributePriority),
 /// for panels that run beside other streams' GEMMs; kept in a captured graph's kernel node.
 template <typename S>
 void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
