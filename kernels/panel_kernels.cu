@@ -502,13 +502,18 @@ int clusterLimit() {
 template <typename S>
 constexpr int kPanelMaxR = sizeof(S) == 4 ? 6 : 2;
 
-/// kPanelMaxR, or less where TCQR_PANEL_MAX_ROWS_PER_THREAD asks (for measurements: float's R = 5 and 6 extend the
-/// kernel from 16384 to 20480 and 24576 rows). Read on every call, as the tests change it.
+/// kPanelMaxR, or less where TCQR_PANEL_MAX_ROWS_PER_THREAD=<r> asks (r >= 1; anything else is ignored; for
+/// measurements: float's R = 5 and 6 extend the kernel from 16384 to 20480 and 24576 rows). Read once per process, so
+/// that the largest panel a factorization plans with (householderPanelMaxRows) is the one the launch accepts.
 template <typename S>
 int panelMaxR() {
-  const char* v = std::getenv("TCQR_PANEL_MAX_ROWS_PER_THREAD");
-  const int r = v ? std::atoi(v) : 0;
-  return r > 0 ? std::min(r, kPanelMaxR<S>) : kPanelMaxR<S>;
+  static const int cap = [] {
+    const char* v = std::getenv("TCQR_PANEL_MAX_ROWS_PER_THREAD");
+    char* end = nullptr;
+    const long r = v ? std::strtol(v, &end, 10) : 0;
+    return v && end != v && *end == '\0' && r >= 1 && r <= 64 ? static_cast<int>(r) : 0;
+  }();
+  return cap > 0 ? std::min(cap, kPanelMaxR<S>) : kPanelMaxR<S>;
 }
 
 template <typename S, int R>
@@ -561,12 +566,11 @@ template <typename S>
 void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
                             int rowsPerThread, int priority) {
   if (m <= 0 || n <= 0) return;
-  const Index maxRows = householderPanelMaxRows<S>();
-  if (n > kPanelCols || m < n || m > maxRows)
-    detail::throwError(ErrorSource::Kernel, 0, "panel shape out of range", "launchHouseholderPanel", __FILE__,
-                       __LINE__);
   const int limit = panelClusterLimit<S>();
   const int maxR = panelMaxR<S>();
+  if (n > kPanelCols || m < n || m > Index(limit) * kPanelThreads * maxR)  // (householderPanelMaxRows)
+    detail::throwError(ErrorSource::Kernel, 0, "panel shape out of range", "launchHouseholderPanel", __FILE__,
+                       __LINE__);
   // Fewest rows per thread that fit the largest cluster: more blocks, less arithmetic each (rowsPerThread > 0 asks
   // for more, for measurements).
   int R = 1;

@@ -86,7 +86,8 @@ void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, 
                        bool hasBottom, cudaStream_t stream);
 
 /// Most rows launchHouseholderPanel takes on the current device (0: none, before sm_90 or when no cluster of the
-/// kernel's blocks fits). Cached per device.
+/// kernel's blocks fits): the largest cluster (asked once per device) x 256 threads x the most rows per thread (6 in
+/// float, 2 in double, or TCQR_PANEL_MAX_ROWS_PER_THREAD's cap, read once per process).
 template <typename S>
 Index householderPanelMaxRows();
 

@@ -44,8 +44,8 @@ TEST_SUITE("gpu") {
                                                                          : std::vector<int>{0, 1, 2};
     for (int rpt : variants) {
       const ScopedEnv env("TCQR_PANEL_ROWS_PER_THREAD", std::to_string(rpt));
-      for (Index m : {32, 33, 100, 255, 256, 257, 1000, 2048, 3001, 4096, 4097, 6000, 8192, 12289, 16384, 16385, 20480,
-                      20481, 24576}) {
+      for (Index m : {32, 33, 100, 255, 256, 257, 1000, 2048, 3001, 4096, 4097, 6000, 8192, 10000, 12288, 12289, 16384,
+                      16385, 20480, 20481, 24576}) {
         if (m > maxRowsFor<Scalar>(rpt)) continue;
         for (Index n : {1, 7, 32}) {
           if (n > m) continue;
