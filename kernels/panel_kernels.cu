@@ -1,4 +1,4 @@
-// panel_kernels.cu - a whole Householder panel (at most 32 columns, up to 24576 rows in float and 8192 in double) in
+// panel_kernels.cu - a whole Householder panel (at most 32 columns, up to 24576 rows in float and 12288 in double) in
 // one launch: the panel lives in the registers of a thread-block cluster (sm_90, up to 16 blocks), and every
 // reduction over the rows is a shuffle reduce-scatter inside each warp, a sum over the block's warps in shared
 // memory and an exchange of the blocks' partial sums through distributed shared memory: by default pushed with
@@ -103,8 +103,9 @@ __device__ __forceinline__ void clusterWait() { asm volatile("barrier.cluster.wa
 
 /// One butterfly stage of reduceScatter32: lanes with bit O set keep the upper O of their 2 O values, the others the
 /// lower O, each adding its partner's copy of the half it keeps.
-template <int O, typename S>
-__device__ __forceinline__ void reduceScatterStage(S (&p)[32], bool upper) {
+template <int O, typename S, int N>
+__device__ __forceinline__ void reduceScatterStage(S (&p)[N], bool upper) {
+  static_assert(2 * O <= N, "reduceScatterStage: stage wider than the values");
 #pragma unroll
   for (int q = 0; q < O; ++q) {
     const S send = upper ? p[q] : p[q + O];
@@ -122,6 +123,16 @@ __device__ __forceinline__ void reduceScatter32(S (&p)[32], int lane) {
   reduceScatterStage<4>(p, (lane & 4) != 0);
   reduceScatterStage<2>(p, (lane & 2) != 0);
   reduceScatterStage<1>(p, (lane & 1) != 0);
+}
+
+/// The same for 16 values: lanes l and l + 16 both end with the warp's sum of value l & 15 in p[0]; 16 shuffles.
+template <typename S>
+__device__ __forceinline__ void reduceScatter16(S (&p)[16], int lane) {
+  reduceScatterStage<8>(p, (lane & 8) != 0);
+  reduceScatterStage<4>(p, (lane & 4) != 0);
+  reduceScatterStage<2>(p, (lane & 2) != 0);
+  reduceScatterStage<1>(p, (lane & 1) != 0);
+  p[0] += __shfl_xor_sync(0xffffffffu, p[0], 16);
 }
 
 /// The cluster's sum of `value` (lane l of each warp contributes value l, or every lane the same single value with
@@ -200,6 +211,10 @@ __device__ __forceinline__ void pushOwn(PanelShared<S>& sh, S v, int buf, int sl
 
 /// Columns of the kernel's loop body (see householderPanelKernel).
 constexpr int kPanelWindow = 1;
+
+/// Whether the kernel with R rows per thread forms each column's 32 sums in two halves (see the kernel).
+template <typename S, int R>
+constexpr bool kSplitSums = sizeof(S) == 8 && R >= 3;
 
 /// Householder QR of A (m x n, n <= 32, m >= n) in place, Eigen's convention (R on and above the diagonal, the
 /// essential parts of the reflectors below it, tau = 0 for a tail with squared norm at most the smallest normal
@@ -323,31 +338,75 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
         break;
       }
       // The column's reduction: p_k = v^T A(:, k) for k != j, slot j = S (see the file comment), by register.
-      S p[kPanelCols];
-#pragma unroll
-      for (int q = 0; q < kPanelCols; ++q) p[q] = S(0);
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-#pragma unroll
-        for (int q = 0; q < kPanelCols; ++q)
-          if (q != jj) p[q] = fma(v[r], a[r][q], p[q]);
-        if (r > 0 || lr >= j) p[jj] = fma(a[r][jj + 1], a[r][jj + 1], p[jj]);
-      }
+      // kSplitSums: the 32 sums as two halves of 16 (double with 3 rows per thread: a[3][32] and p[32] would need
+      // 256 registers for themselves alone; in halves the kernel fits in 255), each reduce-scattered on its own.
+      S mine;  // lane l: the warp's p_l
       const bool next = j + 1 < n;
-      if (next && rank == 0) {
-        if (tid == j) pushOwn<kAsync>(sh, a[0][jj + 1], buf, 0, C, cluster);
-        if (tid == j + 1) {
-          pushOwn<kAsync>(sh, a[0][jj + 1], buf, 1, C, cluster);
-          pushOwn<kAsync>(sh, v[0], buf, 2, C, cluster);
+      if constexpr (kSplitSums<S, R>) {
+        static_assert(kPanelWindow < 16, "the slot of S must be in the first half");
+        if (next && rank == 0) {
+          if (tid == j) pushOwn<kAsync>(sh, a[0][jj + 1], buf, 0, C, cluster);
+          if (tid == j + 1) {
+            pushOwn<kAsync>(sh, a[0][jj + 1], buf, 1, C, cluster);
+            pushOwn<kAsync>(sh, v[0], buf, 2, C, cluster);
+          }
         }
+        S lo;
+        {
+          S p[16];
+#pragma unroll
+          for (int q = 0; q < 16; ++q) p[q] = S(0);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+#pragma unroll
+            for (int q = 0; q < 16; ++q)
+              if (q != jj) p[q] = fma(v[r], a[r][q], p[q]);
+            if (r > 0 || lr >= j) p[jj] = fma(a[r][jj + 1], a[r][jj + 1], p[jj]);
+          }
+          reduceScatter16(p, lane);
+          lo = p[0];
+        }
+        S hi;
+        {
+          S p[16];
+#pragma unroll
+          for (int q = 0; q < 16; ++q) p[q] = S(0);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+#pragma unroll
+            for (int q = 0; q < 16; ++q) p[q] = fma(v[r], a[r][16 + q], p[q]);
+          }
+          reduceScatter16(p, lane);
+          hi = p[0];
+        }
+        mine = lane < 16 ? lo : hi;
+      } else {
+        S p[kPanelCols];
+#pragma unroll
+        for (int q = 0; q < kPanelCols; ++q) p[q] = S(0);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+          for (int q = 0; q < kPanelCols; ++q)
+            if (q != jj) p[q] = fma(v[r], a[r][q], p[q]);
+          if (r > 0 || lr >= j) p[jj] = fma(a[r][jj + 1], a[r][jj + 1], p[jj]);
+        }
+        if (next && rank == 0) {
+          if (tid == j) pushOwn<kAsync>(sh, a[0][jj + 1], buf, 0, C, cluster);
+          if (tid == j + 1) {
+            pushOwn<kAsync>(sh, a[0][jj + 1], buf, 1, C, cluster);
+            pushOwn<kAsync>(sh, v[0], buf, 2, C, cluster);
+          }
+        }
+        reduceScatter32(p, lane);
+        mine = p[0];
       }
-      reduceScatter32(p, lane);
       const bool pending = j > 0 && !exact;  // T's previous column not formed yet
       {
         const int jPrev = j - 1;
         const S z = zPrev, tp = tauPrev;
         const int zo = zOff;
-        zPrev = clusterReduce<kAsync, false>(sh, p[0], buf, parity, next ? 7u : 0u, C, rank, warp,
+        zPrev = clusterReduce<kAsync, false>(sh, mine, buf, parity, next ? 7u : 0u, C, rank, warp,
                                              lane, cluster, [&] {
           if (pending && tWarp) tColumn(jPrev, z, tp, zo);
         });
@@ -498,9 +557,10 @@ int clusterLimit() {
 }
 
 // Rows per thread: float up to 6 (a[6][32] and p[32] take 255 registers, with 16-28 bytes of spills in the st.async
-// variant; 5 take 248-254 and none), double up to 2 (3 spilled 436-568 bytes: ptxas -v, nvcc 13.0, sm_90).
+// variant; 5 take 248-254 and none), double up to 3 (with p[32] 3 spilled 436-568 bytes; kSplitSums: ptxas -v,
+// nvcc 13.0, sm_90).
 template <typename S>
-constexpr int kPanelMaxR = sizeof(S) == 4 ? 6 : 2;
+constexpr int kPanelMaxR = sizeof(S) == 4 ? 6 : 3;
 
 /// kPanelMaxR, or less where TCQR_PANEL_MAX_ROWS_PER_THREAD=<r> asks (r >= 1; anything else is ignored; for
 /// measurements: float's R = 5 and 6 extend the kernel from 16384 to 20480 and 24576 rows). Read once per process, so
@@ -545,6 +605,7 @@ int panelClusterLimit() {
   if (device < 0 || device >= 64) return 0;
   if (const int k = known[device].load(std::memory_order_relaxed)) return k - 1;
   int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
+  if constexpr (sizeof(S) == 8) c = std::min(c, clusterLimitOfExchange<double, 3>());
   if constexpr (sizeof(S) == 4) {
     c = std::min(c, clusterLimitOfExchange<float, 3>());
     c = std::min(c, clusterLimitOfExchange<float, 4>());
@@ -587,8 +648,11 @@ void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Ind
       default: launchPanelR<S, 6>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
     }
   } else {
-    if (R == 1) launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream, priority);
-    else launchPanelR<S, 2>(A, lda, m, n, tau, T, ldt, C, stream, priority);
+    switch (R) {
+      case 1: launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+      case 2: launchPanelR<S, 2>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+      default: launchPanelR<S, 3>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 // test_panel_kernel_gpu.cpp - the one-kernel Householder panel (kernels/panel_kernels.cu: a whole panel of up to 32
 // columns in the registers of one thread-block cluster), which Panel::Auto uses on the CUDA backend for panels of up
-// to 24576 (float; 16384 before 2026-11-29) / 8192 (double) rows. Every cluster size (1 to 16 blocks) and every rows-per-thread variant is run
+// to 24576 (float; 16384 before 2026-11-29) / 12288 (double; 8192 before) rows. Every cluster size (1 to 16 blocks) and every rows-per-thread variant is run
 // against Eigen::HouseholderQR (same reflectors up to rounding) and the LAPACK-style ratios, including matrices whose
 // columns make the kernel's shortcut for the next column's norm refuse (duplicated and nearly dependent columns).
 // Exits 77 (CTest: skipped) without a CUDA device.
@@ -28,8 +28,8 @@ namespace {
 
 template <typename Scalar>
 Index maxRowsFor(int rowsPerThread) {
-  // 16 blocks of 256 threads; 0 = the kernel's own choice, up to 6 rows per thread in float and 2 in double.
-  const int r = rowsPerThread > 0 ? rowsPerThread : (std::is_same<Scalar, float>::value ? 6 : 2);
+  // 16 blocks of 256 threads; 0 = the kernel's own choice, up to 6 rows per thread in float and 3 in double.
+  const int r = rowsPerThread > 0 ? rowsPerThread : (std::is_same<Scalar, float>::value ? 6 : 3);
   return Index(16) * 256 * r;
 }
 
@@ -41,7 +41,7 @@ TEST_SUITE("gpu") {
     using M = Mat<Scalar>;
     const Options o{Backend::Cuda, 0, false, tcqr::Panel::Auto};
     const std::vector<int> variants = std::is_same<Scalar, float>::value ? std::vector<int>{0, 1, 2, 3, 4, 5, 6}
-                                                                         : std::vector<int>{0, 1, 2};
+                                                                         : std::vector<int>{0, 1, 2, 3};
     for (int rpt : variants) {
       const ScopedEnv env("TCQR_PANEL_ROWS_PER_THREAD", std::to_string(rpt));
       for (Index m : {32, 33, 100, 255, 256, 257, 1000, 2048, 3001, 4096, 4097, 6000, 8192, 10000, 12288, 12289, 16384,
@@ -63,7 +63,7 @@ TEST_SUITE("gpu") {
     using M = Mat<Scalar>;
     const Options o{Backend::Cuda, 0, false, tcqr::Panel::Auto};
     const double kappa = std::is_same<Scalar, float>::value ? 1e6 : 1e12;
-    for (Index m : {64, 2000, 8000, 20000}) {
+    for (Index m : {64, 2000, 8000, 12000, 20000}) {
       for (Spectrum sp : {Spectrum::Geometric, Spectrum::Clustered, Spectrum::Arithmetic}) {
         INFO(m << " x 32, " << doctest::String(spectrumName(sp)) << " spectrum, kappa " << kappa);
         factorAndCheck<M>(conditionedMatrix<Scalar>(m, 32, sp, kappa), o);
