@@ -101,7 +101,7 @@ __device__ __forceinline__ void clusterArrive() {
 }
 __device__ __forceinline__ void clusterWait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 
-/// One butterfly stage of reduceScatter32: lanes with bit O set keep the upper O of their 2 O values, the others the
+/// One butterfly stage of reduceScatter32 (and reduceScatter16): lanes with bit O set keep the upper O of their 2 O values, the others the
 /// lower O, each adding its partner's copy of the half it keeps.
 template <int O, typename S, int N>
 __device__ __forceinline__ void reduceScatterStage(S (&p)[N], bool upper) {
@@ -339,7 +339,8 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
       }
       // The column's reduction: p_k = v^T A(:, k) for k != j, slot j = S (see the file comment), by register.
       // kSplitSums: the 32 sums as two halves of 16 (double with 3 rows per thread: a[3][32] and p[32] would need
-      // 256 registers for themselves alone; in halves the kernel fits in 255), each reduce-scattered on its own.
+      // 256 registers for themselves alone; in halves the kernel takes 255 with 52-68 bytes of spills, against
+      // 436-568 whole), each reduce-scattered on its own.
       S mine;  // lane l: the warp's p_l
       const bool next = j + 1 < n;
       if constexpr (kSplitSums<S, R>) {
@@ -557,8 +558,8 @@ int clusterLimit() {
 }
 
 // Rows per thread: float up to 6 (a[6][32] and p[32] take 255 registers, with 16-28 bytes of spills in the st.async
-// variant; 5 take 248-254 and none), double up to 3 (with p[32] 3 spilled 436-568 bytes; kSplitSums: ptxas -v,
-// nvcc 13.0, sm_90).
+// variant; 5 take 248-254 and none), double up to 3 (with p[32] 3 spilled 436-568 bytes, with kSplitSums 52-68; ptxas
+// -v, nvcc 13.0, sm_90).
 template <typename S>
 constexpr int kPanelMaxR = sizeof(S) == 4 ? 6 : 3;
 

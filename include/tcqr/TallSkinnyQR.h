@@ -50,7 +50,8 @@ namespace Eigen {
 /// holds either way.
 ///
 /// For cols <= 32 the tree is used directly (ComputeR: the tree's levels and an n x n sign fix only; ComputeWY on the
-/// GPU: one kernel where a thread-block cluster holds the matrix, float up to 16384 rows and double up to 8192);
+/// GPU: one kernel where a thread-block cluster holds the matrix, float up to 24576 rows and double up to 12288 on the
+/// H200);
 /// wider matrices go through the recursive QR with 32-column panels (see docs/DESIGN.md).
 ///
 /// Results stay on the backend and are copied to the host on first use of an accessor after compute(). compute()
