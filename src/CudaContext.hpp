@@ -12,6 +12,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <memory>
+#include <string>
 #include <type_traits>
 
 #include "CudaOps.hpp"
@@ -332,10 +333,13 @@ class CudaContext {
     // allocate, rather than run on a plain stream.)
     CUstream st = nullptr;
     const CUresult r = greenApi().makeStream(&st, m_green, CU_STREAM_NON_BLOCKING, 0);
-    if (r != CUDA_SUCCESS)  // (CUDA_ERROR_OUT_OF_MEMORY is 2, as cudaErrorMemoryAllocation: Error::isOutOfMemory)
-      throwError(ErrorSource::Cuda, static_cast<int>(r),
-                 r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUresult",
+    if (r != CUDA_SUCCESS) {
+      // Error::status() holds a cudaError_t for ErrorSource::Cuda: the driver's code goes into the name.
+      const bool oom = r == CUDA_ERROR_OUT_OF_MEMORY;
+      const std::string name = oom ? std::string("CUDA_ERROR_OUT_OF_MEMORY") : "CUresult " + std::to_string(int(r));
+      throwError(ErrorSource::Cuda, static_cast<int>(oom ? cudaErrorMemoryAllocation : cudaErrorUnknown), name.c_str(),
                  "cuGreenCtxStreamCreate(&stream, green, CU_STREAM_NON_BLOCKING, 0)", __FILE__, __LINE__);
+    }
     ++g_greenLaneStreams;
     return st;
 #else
