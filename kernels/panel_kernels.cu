@@ -628,11 +628,11 @@ template <typename S>
 void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,
                             int rowsPerThread, int priority) {
   if (m <= 0 || n <= 0) return;
-  const int limit = panelClusterLimit<S>();
-  const int maxR = panelMaxR<S>();
-  if (n > kPanelCols || m < n || m > Index(limit) * kPanelThreads * maxR)  // (householderPanelMaxRows)
+  if (n > kPanelCols || m < n || m > householderPanelMaxRows<S>())
     detail::throwError(ErrorSource::Kernel, 0, "panel shape out of range", "launchHouseholderPanel", __FILE__,
                        __LINE__);
+  const int limit = panelClusterLimit<S>();
+  const int maxR = panelMaxR<S>();
   // Fewest rows per thread that fit the largest cluster: more blocks, less arithmetic each (rowsPerThread > 0 asks
   // for more, for measurements).
   int R = 1;
