@@ -1,5 +1,6 @@
-// panel_kernels.cu - a whole Householder panel (at most 32 columns, up to 24576 rows in float and 12288 in double) in
-// one launch: the panel lives in the registers of a thread-block cluster (sm_90, up to 16 blocks), and every
+// panel_kernels.cu - a whole Householder panel (at most 32 columns, up to 32768 rows in float and 16384 in double) in
+// one launch: the panel lives in the registers of a thread-block cluster (sm_90, up to 16 blocks; beyond 24576 float
+// and 12288 double rows partly in the blocks' shared memory, see kPanelRegRowsBesideShared), and every
 // reduction over the rows is a shuffle reduce-scatter inside each warp, a sum over the block's warps in shared
 // memory and an exchange of the blocks' partial sums through distributed shared memory: by default pushed with
 // st.async and counted on each receiver's mbarrier (no fence and no cluster-wide rendezvous per column), with
@@ -219,7 +220,10 @@ constexpr bool kSplitSums = sizeof(S) == 8 && R >= 3;
 /// Householder QR of A (m x n, n <= 32, m >= n) in place, Eigen's convention (R on and above the diagonal, the
 /// essential parts of the reflectors below it, tau = 0 for a tail with squared norm at most the smallest normal
 /// number), and T (n x n, upper triangular, zero below) of H_0 ... H_{n-1} = I - Y T Y^T. One cluster of C blocks;
-/// block b holds rows b * R * 256 + r * 256 + thread (r < R) in registers.
+/// block b holds rows b * (R + RS) * 256 + r * 256 + thread, r < R in registers and R <= r < R + RS in its dynamic
+/// shared memory (RS x 32 x 256 values; each thread reads and writes only its own entries there, so they need no
+/// synchronisation). Registers and shared memory together hold a taller panel than the registers alone (see
+/// kPanelMaxRS).
 ///
 /// Registers can only be indexed at compile time, but the loop over the columns runs from instruction cache: fully
 /// unrolled over the 32 columns (about 200 KB of code per instantiation, run once per launch) every fetch missed,
@@ -229,7 +233,7 @@ constexpr bool kSplitSums = sizeof(S) == 8 && R >= 3;
 /// the columns rotated away so far. Measured per panel at 16384^2 TF32 (H100, TCQR_TRACE): windows of 4 columns
 /// 104.5 us, 2 columns 94.4 us, 1 column 90.3 us (ncu at 4 columns: half the stall cycles per instruction were
 /// waiting for an instruction fetch or at a barrier).
-template <typename S, int R, bool kAsync>
+template <typename S, int R, int RS, bool kAsync>
 __global__ void __launch_bounds__(kPanelThreads, 1)
     householderPanelKernel(S* __restrict__ A, Index lda, int m, int n, S* __restrict__ tau, S* __restrict__ T,
                            Index ldt) {
@@ -239,11 +243,14 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   const int rank = static_cast<int>(cluster.block_rank());
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   __shared__ PanelShared<S> sh;
+  extern __shared__ __align__(16) unsigned char panelRows[];
+  // Shared-memory row r (r < RS), column k of this thread: rowsOf[(r * kPanelCols + k) * kPanelThreads].
+  S* const rowsOf = reinterpret_cast<S*>(panelRows) + tid;
 
   // Rows of register r: base + r * kPanelThreads. Only rank 0's r = 0 can hold a row < 33 (a column or reflector
   // index, or the one after it), so comparisons with j need `lr` alone: the row for r = 0 on rank 0, larger than any
   // j elsewhere.
-  const Index base = Index(rank) * (R * kPanelThreads) + tid;
+  const Index base = Index(rank) * ((R + RS) * kPanelThreads) + tid;
   const int lr = rank == 0 ? tid : kPanelThreads;
   // Distributed shared memory may only be accessed once every block of the cluster runs: arrive now, wait after the
   // loads (which hide it). Nothing is published yet, hence relaxed; kAsync publishes its mbarriers' initialisation.
@@ -264,6 +271,13 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
     const Index i = base + Index(r) * kPanelThreads;
 #pragma unroll
     for (int k = 0; k < kPanelCols; ++k) a[r][k] = (i < m && k < n) ? A[i + Index(k) * lda] : S(0);
+  }
+#pragma unroll
+  for (int r = 0; r < RS; ++r) {
+    const Index i = base + Index(R + r) * kPanelThreads;
+#pragma unroll 8
+    for (int k = 0; k < kPanelCols; ++k)
+      rowsOf[(r * kPanelCols + k) * kPanelThreads] = (i < m && k < n) ? A[i + Index(k) * lda] : S(0);
   }
 
   asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
@@ -294,6 +308,12 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
   int off = 0;
   for (; off < n; off += kPanelWindow) {
     const int lim = n - off;  // registers q < lim hold columns < n (for q > the current column: right of it)
+    // Shared-memory row r's entry of the column in register q: column (q + off) & 31, as the registers rotate
+    // (atRight: q < lim, where that is off + q, an offset the compiler folds; at: any q, columns left of the current
+    // one wrapped into the registers q >= 32 - off, for T's sums).
+    S* const cur = rowsOf + off * kPanelThreads;
+    auto atRight = [&](int r, int q) -> S& { return cur[(r * kPanelCols + q) * kPanelThreads]; };
+    auto at = [&](int r, int q) -> S& { return rowsOf[(r * kPanelCols + ((q + off) & 31)) * kPanelThreads]; };
 #pragma unroll
     for (int jj = 0; jj < kPanelWindow; ++jj) {
       const int j = off + jj;
@@ -303,6 +323,8 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 #pragma unroll
         for (int r = 0; r < R; ++r)
           if (r > 0 || lr > j) s = fma(a[r][jj], a[r][jj], s);
+#pragma unroll
+        for (int r = 0; r < RS; ++r) s = fma(atRight(r, jj), atRight(r, jj), s);
         if (rank == 0 && tid == j) pushOwn<kAsync>(sh, a[0][jj], buf, 3, C, cluster);
         const int jPrev = j - 1;
         const S z = zPrev, tp = tauPrev;
@@ -333,6 +355,9 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
           v[r] = lr == j ? S(1) : S(0);
         }
       }
+      S vs[RS > 0 ? RS : 1];
+#pragma unroll
+      for (int r = 0; r < RS; ++r) vs[r] = atRight(r, jj) *= scale;
       if (j == 0 && n == 1) {  // no column right of it, no T column left of it
         if (tWarp) tColumn(0, S(0), tj, 0);
         break;
@@ -364,6 +389,13 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
               if (q != jj) p[q] = fma(v[r], a[r][q], p[q]);
             if (r > 0 || lr >= j) p[jj] = fma(a[r][jj + 1], a[r][jj + 1], p[jj]);
           }
+#pragma unroll
+          for (int r = 0; r < RS; ++r) {
+#pragma unroll
+            for (int q = 0; q < 16; ++q)
+              if (q != jj) p[q] = fma(vs[r], at(r, q), p[q]);
+            if (next) p[jj] = fma(atRight(r, jj + 1), atRight(r, jj + 1), p[jj]);
+          }
           reduceScatter16(p, lane);
           lo = p[0];
         }
@@ -376,6 +408,12 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
           for (int r = 0; r < R; ++r) {
 #pragma unroll
             for (int q = 0; q < 16; ++q) p[q] = fma(v[r], a[r][16 + q], p[q]);
+          }
+#pragma unroll
+          for (int r = 0; r < RS; ++r) {
+#pragma unroll
+            for (int q = 0; q < 16; ++q)
+              p[q] = fma(vs[r], at(r, 16 + q), p[q]);
           }
           reduceScatter16(p, lane);
           hi = p[0];
@@ -391,6 +429,13 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
           for (int q = 0; q < kPanelCols; ++q)
             if (q != jj) p[q] = fma(v[r], a[r][q], p[q]);
           if (r > 0 || lr >= j) p[jj] = fma(a[r][jj + 1], a[r][jj + 1], p[jj]);
+        }
+#pragma unroll
+        for (int r = 0; r < RS; ++r) {
+#pragma unroll
+          for (int q = 0; q < kPanelCols; ++q)
+            if (q != jj) p[q] = fma(vs[r], at(r, q), p[q]);
+          if (next) p[jj] = fma(atRight(r, jj + 1), atRight(r, jj + 1), p[jj]);
         }
         if (next && rank == 0) {
           if (tid == j) pushOwn<kAsync>(sh, a[0][jj + 1], buf, 0, C, cluster);
@@ -424,6 +469,8 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
         const S c = tj * __shfl_sync(0xffffffffu, tot, q);
 #pragma unroll
         for (int r = 0; r < R; ++r) a[r][q] = fma(-c, v[r], a[r][q]);
+#pragma unroll
+        for (int r = 0; r < RS; ++r) atRight(r, q) = fma(-c, vs[r], atRight(r, q));
       }
       if (!next) {
         if (tWarp) tColumn(j, tot, tj, off);
@@ -474,6 +521,15 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
       }
     }
   }
+#pragma unroll
+  for (int r = 0; r < RS; ++r) {
+    const Index i = base + Index(R + r) * kPanelThreads;
+    if (i < m) {
+#pragma unroll 8
+      for (int k = 0; k < kPanelCols; ++k)
+        if (k < n) A[i + Index(k) * lda] = rowsOf[(r * kPanelCols + k) * kPanelThreads];
+    }
+  }
   if (tWarp) {
     if (lane < n) tau[lane] = myTau;
     for (int k = 0; k < n; ++k)
@@ -486,13 +542,14 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 struct ClusterLaunch {
   cudaLaunchAttribute attr[2] = {};
   cudaLaunchConfig_t cfg = {};
-  ClusterLaunch(int c, cudaStream_t stream, int priority = 0) {
+  ClusterLaunch(int c, cudaStream_t stream, int priority = 0, std::size_t smemBytes = 0) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(c);
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
     cfg.gridDim = dim3(static_cast<unsigned>(c));
     cfg.blockDim = dim3(kPanelThreads);
+    cfg.dynamicSmemBytes = smemBytes;
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
@@ -517,8 +574,13 @@ bool panelExchangeAsync() {
   return async;
 }
 
-/// Largest cluster (in blocks) the device runs householderPanelKernel<S, R, kAsync> with, 0 if none (not sm_90+).
-template <typename S, int R, bool kAsync>
+/// Dynamic shared memory of the kernel with RS rows per thread there.
+template <typename S, int RS>
+constexpr std::size_t kPanelRowsBytes = std::size_t(RS) * kPanelCols * kPanelThreads * sizeof(S);
+
+/// Largest cluster (in blocks) the device runs householderPanelKernel<S, R, RS, kAsync> with, 0 if none (not sm_90+).
+/// Also allows the kernel its dynamic shared memory (needed above 48 KiB) on this device, before any launch of it.
+template <typename S, int R, int RS, bool kAsync>
 int clusterLimit() {
   // Any failure of the queries below means no cluster (the caller falls back to the TSQR panel), not an exception.
   auto ok = [](cudaError_t e) {
@@ -540,14 +602,16 @@ int clusterLimit() {
   cudaFuncAttributes fa{};
   int limit = 0;
   if (ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) && major >= 9 &&
-      ok(cudaFuncGetAttributes(&fa, householderPanelKernel<S, R, kAsync>)) && fa.ptxVersion >= 90 &&
-      ok(cudaFuncSetAttribute(householderPanelKernel<S, R, kAsync>, cudaFuncAttributeNonPortableClusterSizeAllowed,
-                              1))) {
+      ok(cudaFuncGetAttributes(&fa, householderPanelKernel<S, R, RS, kAsync>)) && fa.ptxVersion >= 90 &&
+      ok(cudaFuncSetAttribute(householderPanelKernel<S, R, RS, kAsync>,
+                              cudaFuncAttributeNonPortableClusterSizeAllowed, 1)) &&
+      ok(cudaFuncSetAttribute(householderPanelKernel<S, R, RS, kAsync>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(kPanelRowsBytes<S, RS>)))) {
     // Every size from 16 down: a GPC may hold 12-15 of these blocks but not 16 (smaller parts, MIG slices).
     for (int c = kPanelMaxCluster; c >= 1 && limit == 0; --c) {
-      const ClusterLaunch launch(c, nullptr);
+      const ClusterLaunch launch(c, nullptr, 0, kPanelRowsBytes<S, RS>);
       int clusters = 0;
-      if (ok(cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R, kAsync>, &launch.cfg)) &&
+      if (ok(cudaOccupancyMaxActiveClusters(&clusters, householderPanelKernel<S, R, RS, kAsync>, &launch.cfg)) &&
           clusters > 0)
         limit = c;
     }
@@ -563,8 +627,20 @@ int clusterLimit() {
 template <typename S>
 constexpr int kPanelMaxR = sizeof(S) == 4 ? 6 : 3;
 
+// Panels taller than kPanelMaxR rows per thread hold kPanelRegRowsBesideShared rows per thread in registers and up
+// to kPanelMaxRS more in shared memory: float 6 + 2 (64 KiB; 16 blocks then hold 32768 rows), double 2 + 2 (128 KiB,
+// 16384 rows). Each shared-memory row costs per column 32 loads for the sums and up to 32 loads and stores for the
+// update, against the TSQR panel's six launches. Double keeps 2 rows in registers there, not 3: 3 + 1 spilled 240
+// bytes (ptxas, st.async variant) and 2 + 2 none, and FP64 16384^2 took 181.2 / 180.9 ms with 2 + 2 against 183.1 /
+// 181.5 with 3 + 1 and 184.7 / 185.2 without shared-memory rows (H200, alternating, medians of 3).
+template <typename S>
+constexpr int kPanelRegRowsBesideShared = sizeof(S) == 4 ? 6 : 2;
+template <typename S>
+constexpr int kPanelMaxRS = 2;
+
 /// kPanelMaxR, or less where TCQR_PANEL_MAX_ROWS_PER_THREAD=<r> asks (r >= 1; anything else is ignored; for
-/// measurements: float's R = 5 and 6 extend the kernel from 16384 to 20480 and 24576 rows). Read once per process, so
+/// measurements: float's R = 5 and 6 extend the kernel from 16384 to 20480 and 24576 rows; a cap below kPanelMaxR also
+/// leaves out the rows in shared memory). Read once per process, so
 /// that the largest panel a factorization plans with (householderPanelMaxRows) is the one the launch accepts.
 template <typename S>
 int panelMaxR() {
@@ -577,20 +653,34 @@ int panelMaxR() {
   return cap > 0 ? std::min(cap, kPanelMaxR<S>) : kPanelMaxR<S>;
 }
 
-template <typename S, int R>
+/// kPanelMaxRS, or less where TCQR_PANEL_MAX_SMEM_ROWS=<r> asks (r >= 0; 0: registers only, the kernel's panels as
+/// before shared-memory rows, at most 24576 float and 12288 double rows; for measurements). Read once per process,
+/// as panelMaxR.
+template <typename S>
+int panelMaxRS() {
+  static const int cap = [] {
+    const char* v = std::getenv("TCQR_PANEL_MAX_SMEM_ROWS");
+    char* end = nullptr;
+    const long r = v ? std::strtol(v, &end, 10) : -1;
+    return v && end != v && *end == '\0' && r >= 0 && r <= 64 ? static_cast<int>(r) : -1;
+  }();
+  return cap >= 0 ? std::min(cap, kPanelMaxRS<S>) : kPanelMaxRS<S>;
+}
+
+template <typename S, int R, int RS = 0>
 void launchPanelR(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, int C, cudaStream_t stream,
                   int priority) {
-  const ClusterLaunch launch(C, stream, priority);
+  const ClusterLaunch launch(C, stream, priority, kPanelRowsBytes<S, RS>);
   // (st.async is undefined in a cluster of one block: PTX ISA, st.async. Panels of at most 256 rows keep the barrier.)
-  auto kernel =
-      panelExchangeAsync() && C > 1 ? householderPanelKernel<S, R, true> : householderPanelKernel<S, R, false>;
+  auto kernel = panelExchangeAsync() && C > 1 ? householderPanelKernel<S, R, RS, true>
+                                              : householderPanelKernel<S, R, RS, false>;
   detail::check(cudaLaunchKernelEx(&launch.cfg, kernel, A, lda, static_cast<int>(m), static_cast<int>(n), tau, T, ldt),
                 "cudaLaunchKernelEx(householderPanelKernel)", __FILE__, __LINE__);
 }
 
-template <typename S, int R>
+template <typename S, int R, int RS = 0>
 int clusterLimitOfExchange() {
-  return panelExchangeAsync() ? clusterLimit<S, R, true>() : clusterLimit<S, R, false>();
+  return panelExchangeAsync() ? clusterLimit<S, R, RS, true>() : clusterLimit<S, R, RS, false>();
 }
 
 /// The largest cluster every instantiation runs with: they differ in registers per thread only, and one size must fit
@@ -606,12 +696,17 @@ int panelClusterLimit() {
   if (device < 0 || device >= 64) return 0;
   if (const int k = known[device].load(std::memory_order_relaxed)) return k - 1;
   int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
-  if constexpr (sizeof(S) == 8) c = std::min(c, clusterLimitOfExchange<double, 3>());
+  if constexpr (sizeof(S) == 8) {
+    c = std::min(c, clusterLimitOfExchange<double, 3>());
+    c = std::min(c, clusterLimitOfExchange<double, kPanelRegRowsBesideShared<double>, 2>());
+  }
   if constexpr (sizeof(S) == 4) {
     c = std::min(c, clusterLimitOfExchange<float, 3>());
     c = std::min(c, clusterLimitOfExchange<float, 4>());
     c = std::min(c, clusterLimitOfExchange<float, 5>());
     c = std::min(c, clusterLimitOfExchange<float, 6>());
+    c = std::min(c, clusterLimitOfExchange<float, kPanelRegRowsBesideShared<float>, 1>());
+    c = std::min(c, clusterLimitOfExchange<float, kPanelRegRowsBesideShared<float>, 2>());
   }
   known[device].store(c + 1, std::memory_order_relaxed);
   return c;
@@ -621,7 +716,11 @@ int panelClusterLimit() {
 
 template <typename S>
 Index householderPanelMaxRows() {
-  return Index(panelClusterLimit<S>()) * kPanelThreads * panelMaxR<S>();
+  // Shared-memory rows only where the rows per thread are not capped below kPanelMaxR (launchHouseholderPanel).
+  const int rows = panelMaxR<S>() == kPanelMaxR<S>
+                       ? std::max(kPanelMaxR<S>, kPanelRegRowsBesideShared<S> + panelMaxRS<S>())
+                       : panelMaxR<S>();
+  return Index(panelClusterLimit<S>()) * kPanelThreads * rows;
 }
 
 template <typename S>
@@ -635,10 +734,27 @@ void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Ind
   const int maxR = panelMaxR<S>();
   // Fewest rows per thread that fit the largest cluster: more blocks, less arithmetic each (rowsPerThread > 0 asks
   // for more, for measurements).
+  const auto blocks = [m](int rows) { return (m + Index(rows) * kPanelThreads - 1) / (Index(rows) * kPanelThreads); };
   int R = 1;
-  while (R < maxR && (m + Index(R) * kPanelThreads - 1) / (Index(R) * kPanelThreads) > limit) ++R;
+  while (R < maxR && blocks(R) > limit) ++R;
   R = std::max(R, std::min(rowsPerThread, maxR));
-  const int C = static_cast<int>((m + Index(R) * kPanelThreads - 1) / (Index(R) * kPanelThreads));
+  // Where the registers of the largest cluster do not hold the panel (householderPanelMaxRows allows that only when
+  // the rows per thread are not capped): kPanelRegRowsBesideShared rows in registers, the fewest in shared memory.
+  if (blocks(R) > limit) {
+    constexpr int RR = kPanelRegRowsBesideShared<S>;
+    int RS = 1;
+    while (blocks(RR + RS) > limit) ++RS;
+    const int C = static_cast<int>(blocks(RR + RS));
+    if constexpr (sizeof(S) == 4) {
+      if (RS == 1) launchPanelR<S, RR, 1>(A, lda, m, n, tau, T, ldt, C, stream, priority);
+      else launchPanelR<S, RR, 2>(A, lda, m, n, tau, T, ldt, C, stream, priority);
+    } else {
+      // (2 + 1 rows per thread hold no more than 3 in registers: RS is 2.)
+      launchPanelR<S, RR, 2>(A, lda, m, n, tau, T, ldt, C, stream, priority);
+    }
+    return;
+  }
+  const int C = static_cast<int>(blocks(R));
   if constexpr (sizeof(S) == 4) {
     switch (R) {
       case 1: launchPanelR<S, 1>(A, lda, m, n, tau, T, ldt, C, stream, priority); break;

@@ -349,8 +349,10 @@ inline bool x3FusedFirstChunk() {
   const char* v = std::getenv("TCQR_X3_FUSED");
   return v == nullptr || std::atoi(v) != 0;
 }
-/// Panel::Auto on the CUDA backend factors panels of up to kernels::householderPanelMaxRows rows (24576 in float,
-/// 12288 in double on the H200; 16 blocks of 256 threads, 6 or 3 rows each) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel)
+/// Panel::Auto on the CUDA backend factors panels of up to kernels::householderPanelMaxRows rows (32768 in float,
+/// 16384 in double on the H200; 16 blocks of 256 threads, up to 6 or 3 rows each in registers, and beyond that 6 + 2
+/// or 2 + 2 in registers + shared memory; TCQR_PANEL_MAX_SMEM_ROWS=0 leaves out the shared-memory rows, for
+/// measurements) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel)
 /// instead of the TSQR panel. TCQR_PANEL_KERNEL=0 turns that off (for measurements), TCQR_PANEL_ROWS_PER_THREAD=<r>
 /// (1-6 in float, 1-3 in double) sets the kernel's least rows per thread (and with it its block count), and
 /// TCQR_PANEL_MAX_ROWS_PER_THREAD=<r> its most (and with it the tallest panel; read once per process, values below 1

@@ -86,8 +86,9 @@ void launchMergeSmallT(const S* Y1mid, Index ld1, const S* Y2, Index ld2, S* T, 
                        bool hasBottom, cudaStream_t stream);
 
 /// Most rows launchHouseholderPanel takes on the current device (0: none, before sm_90 or when no cluster of the
-/// kernel's blocks fits): the largest cluster (asked once per device) x 256 threads x the most rows per thread (6 in
-/// float, 3 in double, or TCQR_PANEL_MAX_ROWS_PER_THREAD's cap, read once per process).
+/// kernel's blocks fits): the largest cluster (asked once per device) x 256 threads x the most rows per thread (8 in
+/// float, 4 in double, of which 2 in shared memory; or TCQR_PANEL_MAX_ROWS_PER_THREAD's cap, or 6 / 3 with
+/// TCQR_PANEL_MAX_SMEM_ROWS=0, both read once per process).
 template <typename S>
 Index householderPanelMaxRows();
 
@@ -96,7 +97,8 @@ Index householderPanelMaxRows();
 /// squared norm at most the smallest normal number), its n coefficients to tau, and T (n x n, upper triangular, zeros
 /// below the diagonal) with H_0 ... H_{n-1} = I - Y T Y^T. One launch of one thread-block cluster
 /// (kernels/panel_kernels.cu). rowsPerThread (1-6 in float, 1-3 in double; 0: the fewest that fit) is the least
-/// rows per thread, which picks the block count, for measurements. priority != 0: the launch's stream priority (cudaLaunchAttributePriority),
+/// rows per thread in registers, which picks the block count, for measurements (a panel taller than the largest
+/// cluster's registers hold takes rows in shared memory whatever it asks). priority != 0: the launch's stream priority (cudaLaunchAttributePriority),
 /// for panels that run beside other streams' GEMMs; kept in a captured graph's kernel node.
 template <typename S>
 void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Index ldt, cudaStream_t stream,

@@ -25,7 +25,7 @@ enum class Backend { Auto, Host, Cuda };
 /// \brief The panel factorization at the leaves of the recursive QR.
 ///
 /// - Auto: the backend's measured default (see docs/DESIGN.md, "Panels"): on the GPU (sm_90 and later), panels of up to
-///   24576 rows (float) or 12288 rows (double) on the H200 are factored in one kernel on a thread-block cluster, column by column
+///   32768 rows (float) or 16384 rows (double) on the H200 are factored in one kernel on a thread-block cluster, column by column
 ///   with Eigen's reflectors, and taller ones by Tsqr; on older GPUs Tsqr wherever it applies; on the host, Geqrf.
 ///   (Environment: TCQR_PANEL_KERNEL=0 leaves out the one-kernel panel, and so does the opt-in look-ahead.)
 /// - Geqrf: Householder QR of the panel (cuSOLVER geqrf on the GPU, Eigen's reflectors on the host), then T from Y^T Y.

@@ -50,7 +50,7 @@ namespace Eigen {
 /// holds either way.
 ///
 /// For cols <= 32 the tree is used directly (ComputeR: the tree's levels and an n x n sign fix only; ComputeWY on the
-/// GPU: one kernel where a thread-block cluster holds the matrix, float up to 24576 rows and double up to 12288 on the
+/// GPU: one kernel where a thread-block cluster holds the matrix, float up to 32768 rows and double up to 16384 on the
 /// H200);
 /// wider matrices go through the recursive QR with 32-column panels (see docs/DESIGN.md).
 ///

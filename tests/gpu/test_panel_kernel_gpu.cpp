@@ -1,8 +1,10 @@
 // test_panel_kernel_gpu.cpp - the one-kernel Householder panel (kernels/panel_kernels.cu: a whole panel of up to 32
-// columns in the registers of one thread-block cluster), which Panel::Auto uses on the CUDA backend for panels of up
-// to 24576 (float; 16384 before 2026-11-29) / 12288 (double; 8192 before) rows. Every cluster size (1 to 16 blocks) and every rows-per-thread variant is run
+// columns in the registers, and beyond them the shared memory, of one thread-block cluster), which Panel::Auto uses on
+// the CUDA backend for panels of up to 32768 (float; 24576 in registers alone) / 16384 (double; 12288) rows. Every
+// cluster size (1 to 16 blocks) and every rows-per-thread variant, with and without rows in shared memory, is run
 // against Eigen::HouseholderQR (same reflectors up to rounding) and the LAPACK-style ratios, including matrices whose
-// columns make the kernel's shortcut for the next column's norm refuse (duplicated and nearly dependent columns).
+// columns make the kernel's shortcut for the next column's norm refuse (duplicated and nearly dependent columns), and
+// the kernel's T against larft's recurrence over the reflectors and coefficients it returned.
 // Exits 77 (CTest: skipped) without a CUDA device.
 #include "common/TestConfig.h"
 
@@ -18,6 +20,7 @@
 
 #include "common/QRSuites.h"
 #include "common/ScopedEnv.h"
+#include "../../src/kernels.hpp"  // (the kernel itself, for its T)
 
 using namespace tcqr_test;
 using tcqr::Backend;
@@ -26,10 +29,15 @@ TCQR_GPU_TEST_MAIN()
 
 namespace {
 
+/// The tallest panel a test runs with TCQR_PANEL_ROWS_PER_THREAD=rowsPerThread: 16 blocks of 256 threads with that
+/// many rows each in registers (taller ones run with more rows per thread, which a later variant covers), or, for 0
+/// (the kernel's own choice) and the most rows in registers (6 in float, 3 in double), the kernel's limit with rows in
+/// shared memory (8 rows per thread in float, 4 in double: 6 + 2 and 2 + 2 in registers + shared memory).
 template <typename Scalar>
 Index maxRowsFor(int rowsPerThread) {
-  // 16 blocks of 256 threads; 0 = the kernel's own choice, up to 6 rows per thread in float and 3 in double.
-  const int r = rowsPerThread > 0 ? rowsPerThread : (std::is_same<Scalar, float>::value ? 6 : 3);
+  const bool single = std::is_same<Scalar, float>::value;
+  const int most = single ? 6 : 3;
+  const int r = rowsPerThread > 0 && rowsPerThread < most ? rowsPerThread : most + (single ? 2 : 1);
   return Index(16) * 256 * r;
 }
 
@@ -45,7 +53,7 @@ TEST_SUITE("gpu") {
     for (int rpt : variants) {
       const ScopedEnv env("TCQR_PANEL_ROWS_PER_THREAD", std::to_string(rpt));
       for (Index m : {32, 33, 100, 255, 256, 257, 1000, 2048, 3001, 4096, 4097, 6000, 8192, 10000, 12288, 12289, 16384,
-                      16385, 20480, 20481, 24576}) {
+                      16385, 20480, 20481, 24576, 24577, 28672, 28673, 32768}) {
         if (m > maxRowsFor<Scalar>(rpt)) continue;
         for (Index n : {1, 7, 32}) {
           if (n > m) continue;
@@ -58,12 +66,63 @@ TEST_SUITE("gpu") {
     }
   }
 
+  // T is what the factorization's later products use, and an error in it hides from the checks above in float: on
+  // 32768 x 32 a T whose sums missed a quarter of the rows (the first shared-memory-rows version, 2026-11-29) moved
+  // Q by about 3e-3, inside the orthogonality and backward bounds of 30 m eps, while T itself was off by about 1e-3
+  // relative. Here T must match larft's recurrence over the returned reflectors and tau, evaluated in double: the
+  // kernel's sums of m products round to about 5e-9 (float) and 1e-16 (double) of T's norm (H200).
+  TEST_CASE_TEMPLATE("one-kernel panel: T matches larft of the returned reflectors", Scalar, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<Scalar>;
+    const Index most = tcqr::kernels::householderPanelMaxRows<Scalar>();
+    REQUIRE(most >= 256);
+    for (int rpt : {0, std::is_same<Scalar, float>::value ? 6 : 3}) {
+      for (Index m : {32, 300, 4096, 10000, 12288, 12289, 16384, 20480, 24576, 24577, 28672, 28673, 32768}) {
+        if (m > most) continue;
+        for (Index n : {7, 32}) {
+          INFO("rows per thread at least " << rpt << ", " << m << " x " << n);
+          const M A = conditionedMatrix<Scalar>(m, n, Spectrum::Arithmetic, 10.0);
+          Scalar *dA = nullptr, *dTau = nullptr, *dT = nullptr;
+          REQUIRE(cudaMalloc(&dA, sizeof(Scalar) * std::size_t(m * n)) == cudaSuccess);
+          REQUIRE(cudaMalloc(&dTau, sizeof(Scalar) * std::size_t(n)) == cudaSuccess);
+          REQUIRE(cudaMalloc(&dT, sizeof(Scalar) * std::size_t(n * n)) == cudaSuccess);
+          REQUIRE(cudaMemcpy(dA, A.data(), sizeof(Scalar) * std::size_t(m * n), cudaMemcpyHostToDevice) == cudaSuccess);
+          tcqr::kernels::launchHouseholderPanel<Scalar>(dA, m, m, n, dTau, dT, n, nullptr, rpt);
+          REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+          M QR(m, n), T(n, n);
+          Eigen::Matrix<Scalar, Eigen::Dynamic, 1> tau(n);
+          REQUIRE(cudaMemcpy(QR.data(), dA, sizeof(Scalar) * std::size_t(m * n), cudaMemcpyDeviceToHost) == cudaSuccess);
+          REQUIRE(cudaMemcpy(tau.data(), dTau, sizeof(Scalar) * std::size_t(n), cudaMemcpyDeviceToHost) == cudaSuccess);
+          REQUIRE(cudaMemcpy(T.data(), dT, sizeof(Scalar) * std::size_t(n * n), cudaMemcpyDeviceToHost) == cudaSuccess);
+          cudaFree(dA);
+          cudaFree(dTau);
+          cudaFree(dT);
+          Mat<double> V = Mat<double>::Zero(m, n);
+          for (Index j = 0; j < n; ++j) {
+            V(j, j) = 1.0;
+            V.col(j).tail(m - j - 1) = QR.col(j).tail(m - j - 1).template cast<double>();
+          }
+          Mat<double> ref = Mat<double>::Zero(n, n);
+          for (Index j = 0; j < n; ++j) {
+            ref(j, j) = double(tau(j));
+            if (j == 0) continue;
+            const Eigen::VectorXd z = V.leftCols(j).transpose() * V.col(j);
+            const Eigen::VectorXd w = ref.topLeftCorner(j, j).template triangularView<Eigen::Upper>() * z;
+            ref.col(j).head(j) = -double(tau(j)) * w;
+          }
+          CHECK(report("|T - larft| / |larft| / eps", (T.template cast<double>() - ref).norm() / ref.norm() /
+                                                          epsOf<Scalar>()) <= 20.0);
+        }
+      }
+    }
+  }
+
   TEST_CASE_TEMPLATE("one-kernel panel: ill-conditioned and rank-deficient panels", Scalar, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<Scalar>;
     const Options o{Backend::Cuda, 0, false, tcqr::Panel::Auto};
     const double kappa = std::is_same<Scalar, float>::value ? 1e6 : 1e12;
-    for (Index m : {64, 2000, 8000, 12000, 20000}) {
+    for (Index m : {64, 2000, 8000, 12000, 16000, 20000, 30000}) {
       for (Spectrum sp : {Spectrum::Geometric, Spectrum::Clustered, Spectrum::Arithmetic}) {
         INFO(m << " x 32, " << doctest::String(spectrumName(sp)) << " spectrum, kappa " << kappa);
         factorAndCheck<M>(conditionedMatrix<Scalar>(m, 32, sp, kappa), o);
