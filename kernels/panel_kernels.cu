@@ -370,6 +370,7 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
       const bool next = j + 1 < n;
       if constexpr (kSplitSums<S, R>) {
         static_assert(kPanelWindow < 16, "the slot of S must be in the first half");
+        static_assert(RS == 0, "kSplitSums has no shared-memory rows (double's take 2 + 2 rows per thread)");
         if (next && rank == 0) {
           if (tid == j) pushOwn<kAsync>(sh, a[0][jj + 1], buf, 0, C, cluster);
           if (tid == j + 1) {
@@ -389,13 +390,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
               if (q != jj) p[q] = fma(v[r], a[r][q], p[q]);
             if (r > 0 || lr >= j) p[jj] = fma(a[r][jj + 1], a[r][jj + 1], p[jj]);
           }
-#pragma unroll
-          for (int r = 0; r < RS; ++r) {
-#pragma unroll
-            for (int q = 0; q < 16; ++q)
-              if (q != jj) p[q] = fma(vs[r], at(r, q), p[q]);
-            if (next) p[jj] = fma(atRight(r, jj + 1), atRight(r, jj + 1), p[jj]);
-          }
           reduceScatter16(p, lane);
           lo = p[0];
         }
@@ -408,12 +402,6 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
           for (int r = 0; r < R; ++r) {
 #pragma unroll
             for (int q = 0; q < 16; ++q) p[q] = fma(v[r], a[r][16 + q], p[q]);
-          }
-#pragma unroll
-          for (int r = 0; r < RS; ++r) {
-#pragma unroll
-            for (int q = 0; q < 16; ++q)
-              p[q] = fma(vs[r], at(r, 16 + q), p[q]);
           }
           reduceScatter16(p, lane);
           hi = p[0];
@@ -435,6 +423,7 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
 #pragma unroll
           for (int q = 0; q < kPanelCols; ++q)
             if (q != jj) p[q] = fma(vs[r], at(r, q), p[q]);
+          // (next: register jj + 1 holds a column < n; at j = 31 atRight(r, jj + 1) would lie past the rows)
           if (next) p[jj] = fma(atRight(r, jj + 1), atRight(r, jj + 1), p[jj]);
         }
         if (next && rank == 0) {
@@ -579,7 +568,8 @@ template <typename S, int RS>
 constexpr std::size_t kPanelRowsBytes = std::size_t(RS) * kPanelCols * kPanelThreads * sizeof(S);
 
 /// Largest cluster (in blocks) the device runs householderPanelKernel<S, R, RS, kAsync> with, 0 if none (not sm_90+).
-/// Also allows the kernel its dynamic shared memory (needed above 48 KiB) on this device, before any launch of it.
+/// Also allows the kernel its dynamic shared memory (needed above 48 KiB) on this device, before any launch of it, in
+/// both exchange variants (a cluster of one block takes the barrier one whatever kAsync says: launchPanelR).
 template <typename S, int R, int RS, bool kAsync>
 int clusterLimit() {
   // Any failure of the queries below means no cluster (the caller falls back to the TSQR panel), not an exception.
@@ -606,7 +596,10 @@ int clusterLimit() {
       ok(cudaFuncSetAttribute(householderPanelKernel<S, R, RS, kAsync>,
                               cudaFuncAttributeNonPortableClusterSizeAllowed, 1)) &&
       ok(cudaFuncSetAttribute(householderPanelKernel<S, R, RS, kAsync>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(kPanelRowsBytes<S, RS>)))) {
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(kPanelRowsBytes<S, RS>))) &&
+      (RS == 0 || ok(cudaFuncSetAttribute(householderPanelKernel<S, R, RS, !kAsync>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          int(kPanelRowsBytes<S, RS>))))) {
     // Every size from 16 down: a GPC may hold 12-15 of these blocks but not 16 (smaller parts, MIG slices).
     for (int c = kPanelMaxCluster; c >= 1 && limit == 0; --c) {
       const ClusterLaunch launch(c, nullptr, 0, kPanelRowsBytes<S, RS>);
@@ -653,9 +646,9 @@ int panelMaxR() {
   return cap > 0 ? std::min(cap, kPanelMaxR<S>) : kPanelMaxR<S>;
 }
 
-/// kPanelMaxRS, or less where TCQR_PANEL_MAX_SMEM_ROWS=<r> asks (r >= 0; 0: registers only, the kernel's panels as
-/// before shared-memory rows, at most 24576 float and 12288 double rows; for measurements). Read once per process,
-/// as panelMaxR.
+/// kPanelMaxRS, or less where TCQR_PANEL_MAX_SMEM_ROWS=<r> asks (r >= 0; 0: registers only, at most 24576 float and
+/// 12288 double rows, and the shared-memory instantiations are not even set up; in double 1 is the same, since 2 + 1
+/// rows per thread are no more than the registers' 3; for measurements). Read once per process, as panelMaxR.
 template <typename S>
 int panelMaxRS() {
   static const int cap = [] {
@@ -683,8 +676,8 @@ int clusterLimitOfExchange() {
   return panelExchangeAsync() ? clusterLimit<S, R, RS, true>() : clusterLimit<S, R, RS, false>();
 }
 
-/// The largest cluster every instantiation runs with: they differ in registers per thread only, and one size must fit
-/// all. Remembered per device (it is asked for every panel).
+/// The largest cluster every registers-only instantiation runs with: they differ in registers per thread only, and one
+/// size must fit all. Remembered per device (it is asked for every panel).
 template <typename S>
 int panelClusterLimit() {
   int device = 0;
@@ -696,20 +689,39 @@ int panelClusterLimit() {
   if (device < 0 || device >= 64) return 0;
   if (const int k = known[device].load(std::memory_order_relaxed)) return k - 1;
   int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
-  if constexpr (sizeof(S) == 8) {
-    c = std::min(c, clusterLimitOfExchange<double, 3>());
-    c = std::min(c, clusterLimitOfExchange<double, kPanelRegRowsBesideShared<double>, 2>());
-  }
+  if constexpr (sizeof(S) == 8) c = std::min(c, clusterLimitOfExchange<double, 3>());
   if constexpr (sizeof(S) == 4) {
     c = std::min(c, clusterLimitOfExchange<float, 3>());
     c = std::min(c, clusterLimitOfExchange<float, 4>());
     c = std::min(c, clusterLimitOfExchange<float, 5>());
     c = std::min(c, clusterLimitOfExchange<float, 6>());
-    c = std::min(c, clusterLimitOfExchange<float, kPanelRegRowsBesideShared<float>, 1>());
-    c = std::min(c, clusterLimitOfExchange<float, kPanelRegRowsBesideShared<float>, 2>());
   }
   known[device].store(c + 1, std::memory_order_relaxed);
   return c;
+}
+
+/// The most rows per thread in shared memory the device allows beside kPanelRegRowsBesideShared in registers:
+/// panelMaxRS, or 0 where the instantiations with rows there (up to 148 KiB of shared memory per block in double) do
+/// not run clusters as large as the registers-only ones (a part with less shared memory per block keeps the kernel
+/// for the panels its registers hold). Remembered per device.
+template <typename S>
+int panelSharedRows() {
+  const int want = panelMaxRS<S>();
+  if (want == 0) return 0;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  static std::atomic<int> known[64];  // rows + 1, 0: not yet known
+  if (device < 0 || device >= 64) return 0;
+  if (const int k = known[device].load(std::memory_order_relaxed)) return k - 1;
+  constexpr int RR = kPanelRegRowsBesideShared<S>;
+  int c = clusterLimitOfExchange<S, RR, 2>();
+  if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimitOfExchange<S, RR, 1>());
+  const int rows = c > 0 && c >= panelClusterLimit<S>() ? want : 0;
+  known[device].store(rows + 1, std::memory_order_relaxed);
+  return rows;
 }
 
 }  // namespace
@@ -718,7 +730,7 @@ template <typename S>
 Index householderPanelMaxRows() {
   // Shared-memory rows only where the rows per thread are not capped below kPanelMaxR (launchHouseholderPanel).
   const int rows = panelMaxR<S>() == kPanelMaxR<S>
-                       ? std::max(kPanelMaxR<S>, kPanelRegRowsBesideShared<S> + panelMaxRS<S>())
+                       ? std::max(kPanelMaxR<S>, kPanelRegRowsBesideShared<S> + panelSharedRows<S>())
                        : panelMaxR<S>();
   return Index(panelClusterLimit<S>()) * kPanelThreads * rows;
 }
@@ -739,7 +751,9 @@ void launchHouseholderPanel(S* A, Index lda, Index m, Index n, S* tau, S* T, Ind
   while (R < maxR && blocks(R) > limit) ++R;
   R = std::max(R, std::min(rowsPerThread, maxR));
   // Where the registers of the largest cluster do not hold the panel (householderPanelMaxRows allows that only when
-  // the rows per thread are not capped): kPanelRegRowsBesideShared rows in registers, the fewest in shared memory.
+  // the rows per thread are not capped and panelSharedRows set the shared-memory instantiations up, for clusters at
+  // least that large): kPanelRegRowsBesideShared rows in registers, the fewest in shared memory, rowsPerThread
+  // ignored.
   if (blocks(R) > limit) {
     constexpr int RR = kPanelRegRowsBesideShared<S>;
     int RS = 1;

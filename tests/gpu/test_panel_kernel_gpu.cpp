@@ -1,7 +1,8 @@
 // test_panel_kernel_gpu.cpp - the one-kernel Householder panel (kernels/panel_kernels.cu: a whole panel of up to 32
 // columns in the registers, and beyond them the shared memory, of one thread-block cluster), which Panel::Auto uses on
 // the CUDA backend for panels of up to 32768 (float; 24576 in registers alone) / 16384 (double; 12288) rows. Every
-// cluster size (1 to 16 blocks) and every rows-per-thread variant, with and without rows in shared memory, is run
+// cluster size (1 to 16 blocks) and every rows-per-thread variant in registers, and the variants with rows in shared
+// memory (on 13-16 blocks), are run
 // against Eigen::HouseholderQR (same reflectors up to rounding) and the LAPACK-style ratios, including matrices whose
 // columns make the kernel's shortcut for the next column's norm refuse (duplicated and nearly dependent columns), and
 // the kernel's T against larft's recurrence over the reflectors and coefficients it returned.
@@ -13,6 +14,7 @@
 
 #include "gpu/GpuTestMain.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -66,37 +68,38 @@ TEST_SUITE("gpu") {
     }
   }
 
-  // T is what the factorization's later products use, and an error in it hides from the checks above in float: on
-  // 32768 x 32 a T whose sums missed a quarter of the rows (the first shared-memory-rows version, 2026-11-29) moved
-  // Q by about 3e-3, inside the orthogonality and backward bounds of 30 m eps, while T itself was off by about 1e-3
-  // relative. Here T must match larft's recurrence over the returned reflectors and tau, evaluated in double: the
-  // kernel's sums of m products round to about 5e-9 (float) and 1e-16 (double) of T's norm (H200).
+  // T is what the factorization's later products use. The first version of the rows in shared memory (2026-11-29)
+  // left them out of T's sums for the columns left of the current one: the cases above failed in double (ratios of
+  // 1e9-1e10, Q off by about 1e-2) but passed in float, whose bounds of 30 m eps come to 0.06 at m = 32768. Here T
+  // must match larft's recurrence over the returned reflectors and tau, evaluated in double.
   TEST_CASE_TEMPLATE("one-kernel panel: T matches larft of the returned reflectors", Scalar, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<Scalar>;
     const Index most = tcqr::kernels::householderPanelMaxRows<Scalar>();
-    REQUIRE(most >= 256);
+    if (most == 0) {
+      MESSAGE("no thread-block cluster of the panel kernel fits this device (before sm_90): nothing to check");
+      return;
+    }
     for (int rpt : {0, std::is_same<Scalar, float>::value ? 6 : 3}) {
       for (Index m : {32, 300, 4096, 10000, 12288, 12289, 16384, 20480, 24576, 24577, 28672, 28673, 32768}) {
         if (m > most) continue;
         for (Index n : {7, 32}) {
           INFO("rows per thread at least " << rpt << ", " << m << " x " << n);
           const M A = conditionedMatrix<Scalar>(m, n, Spectrum::Arithmetic, 10.0);
-          Scalar *dA = nullptr, *dTau = nullptr, *dT = nullptr;
-          REQUIRE(cudaMalloc(&dA, sizeof(Scalar) * std::size_t(m * n)) == cudaSuccess);
-          REQUIRE(cudaMalloc(&dTau, sizeof(Scalar) * std::size_t(n)) == cudaSuccess);
-          REQUIRE(cudaMalloc(&dT, sizeof(Scalar) * std::size_t(n * n)) == cudaSuccess);
-          REQUIRE(cudaMemcpy(dA, A.data(), sizeof(Scalar) * std::size_t(m * n), cudaMemcpyHostToDevice) == cudaSuccess);
-          tcqr::kernels::launchHouseholderPanel<Scalar>(dA, m, m, n, dTau, dT, n, nullptr, rpt);
+          DeviceArray<Scalar> dA{std::size_t(m * n)}, dTau{std::size_t(n)}, dT{std::size_t(n * n)};
+          REQUIRE((dA.p && dTau.p && dT.p));
+          REQUIRE(cudaMemcpy(dA.p, A.data(), sizeof(Scalar) * std::size_t(m * n), cudaMemcpyHostToDevice) ==
+                  cudaSuccess);
+          tcqr::kernels::launchHouseholderPanel<Scalar>(dA.p, m, m, n, dTau.p, dT.p, n, nullptr, rpt);
           REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
           M QR(m, n), T(n, n);
           Eigen::Matrix<Scalar, Eigen::Dynamic, 1> tau(n);
-          REQUIRE(cudaMemcpy(QR.data(), dA, sizeof(Scalar) * std::size_t(m * n), cudaMemcpyDeviceToHost) == cudaSuccess);
-          REQUIRE(cudaMemcpy(tau.data(), dTau, sizeof(Scalar) * std::size_t(n), cudaMemcpyDeviceToHost) == cudaSuccess);
-          REQUIRE(cudaMemcpy(T.data(), dT, sizeof(Scalar) * std::size_t(n * n), cudaMemcpyDeviceToHost) == cudaSuccess);
-          cudaFree(dA);
-          cudaFree(dTau);
-          cudaFree(dT);
+          REQUIRE(cudaMemcpy(QR.data(), dA.p, sizeof(Scalar) * std::size_t(m * n), cudaMemcpyDeviceToHost) ==
+                  cudaSuccess);
+          REQUIRE(cudaMemcpy(tau.data(), dTau.p, sizeof(Scalar) * std::size_t(n), cudaMemcpyDeviceToHost) ==
+                  cudaSuccess);
+          REQUIRE(cudaMemcpy(T.data(), dT.p, sizeof(Scalar) * std::size_t(n * n), cudaMemcpyDeviceToHost) ==
+                  cudaSuccess);
           Mat<double> V = Mat<double>::Zero(m, n);
           for (Index j = 0; j < n; ++j) {
             V(j, j) = 1.0;
@@ -110,8 +113,17 @@ TEST_SUITE("gpu") {
             const Eigen::VectorXd w = ref.topLeftCorner(j, j).template triangularView<Eigen::Upper>() * z;
             ref.col(j).head(j) = -double(tau(j)) * w;
           }
-          CHECK(report("|T - larft| / |larft| / eps", (T.template cast<double>() - ref).norm() / ref.norm() /
-                                                          epsOf<Scalar>()) <= 20.0);
+          // The diagonal is tau either way. Above it are the sums of m products (entries of about 1 / sqrt(m), each
+          // rounded to about sqrt(m) eps of them at worst; with TCQR_TEST_VERBOSE=1 the ratio below came to
+          // 0.005-0.26 in this test's 80 cases on the H200); leaving out one of the rows per thread would miss an
+          // eighth to a quarter of every sum.
+          const Mat<double> diff = T.template cast<double>() - ref;
+          CHECK(diff.diagonal().isZero(0.0));
+          if (n > 1)
+            CHECK(report("|T - larft| above the diagonal / its norm / (sqrt(m) eps)",
+                         Mat<double>(diff.template triangularView<Eigen::StrictlyUpper>()).norm() /
+                             Mat<double>(ref.template triangularView<Eigen::StrictlyUpper>()).norm() /
+                             (std::sqrt(double(m)) * epsOf<Scalar>())) <= 10.0);
         }
       }
     }

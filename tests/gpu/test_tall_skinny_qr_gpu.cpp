@@ -9,6 +9,7 @@
 #include "gpu/GpuTestMain.h"
 
 #include <cstdio>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -153,9 +154,12 @@ TEST_SUITE("gpu") {
     }
 
     // Device input on the one-kernel panel (WY requested, n <= 32, m within a cluster's rows): the input scan copies
-    // dA, which stays unmodified, and the factors agree with the host-input path and Eigen's conventions.
-    {
-      const Index mk = 12288, ldk = mk + 3, nk = 32;  // (double's limit since 2026-11-29; 8192 before)
+    // dA, which stays unmodified, and the factors agree with the host-input path and Eigen's conventions. 12288 rows
+    // fit the registers in both precisions (double's limit there), the taller case takes rows in shared memory (the
+    // kernel's limits since 2026-11-29).
+    for (const Index mk : {Index(12288), Index(std::is_same<Scalar, float>::value ? 32768 : 16384)}) {
+      INFO(mk << " x 32 on the one-kernel panel");
+      const Index ldk = mk + 3, nk = 32;
       const Mat<Scalar> K = uniformMatrix<Scalar>(mk, nk);
       DeviceMatrix<Scalar> dK(K, ldk);
       Eigen::TensorCoreTallSkinnyQR<Mat<Scalar>> dev, host;
