@@ -354,8 +354,9 @@ inline bool x3FusedFirstChunk() {
 /// or 2 + 2 in registers + shared memory; TCQR_PANEL_MAX_SMEM_ROWS=0 leaves out the shared-memory rows, for
 /// measurements) with one kernel on a thread-block cluster (Algorithms.hpp usePanelKernel)
 /// instead of the TSQR panel. TCQR_PANEL_KERNEL=0 turns that off (for measurements), TCQR_PANEL_ROWS_PER_THREAD=<r>
-/// (1-6 in float, 1-3 in double) sets the kernel's least rows per thread (and with it its block count), and
-/// TCQR_PANEL_MAX_ROWS_PER_THREAD=<r> its most (and with it the tallest panel; read once per process, values below 1
+/// (1-6 in float, 1-3 in double) sets the kernel's least rows per thread in registers (and with it its block count;
+/// panels that need shared-memory rows ignore it), and TCQR_PANEL_MAX_ROWS_PER_THREAD=<r> its most (and with it the
+/// tallest panel: a cap below 6 / 3 also leaves out the shared-memory rows; read once per process, values below 1
 /// ignored; kernels/panel_kernels.cu).
 inline bool panelKernelEnabled() {
   const char* v = std::getenv("TCQR_PANEL_KERNEL");
