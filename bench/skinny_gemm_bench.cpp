@@ -5,13 +5,16 @@
 //   cublas      cublas<S>gemm (TN), what the library calls today;
 //   splitk-Q    an explicit split of the inner dimension: cublas<S>gemmStridedBatched over chunks of Q rows (each
 //               writing its own p x c partial; the remainder rows as one more GEMM), then one cublas<S>gemv summing
-//               the partials.
+//               the partials;
+//   smalltn-B   the library's kernels::launchSmallTN (CudaOps::smallTN: results of at most 64 x 64, inner dimension
+//               up to kSmallTnMaxInner in a factorization) with at most B blocks per multiprocessor (--small-tn-bps).
 // GB/s counts one read of A and B. Error: ||C - C_ref||_F / ||C_ref||_F with C_ref from FP64 GEMM on the operands
-// widened to double. CUDA events, warm-up runs, median. Benchmark-only (the library does not use split-K yet): the
-// rows decide whether it should.
+// widened to double. CUDA events, warm-up runs, median. (The library has used split-K, CudaOps::gemmSplitK, for float
+// results of at most 64 x 64 over at least 2^20 rows since these rows were first measured, and launchSmallTN for
+// shorter sums.)
 //
-//   skinny_gemm_bench [--shapes MxPxC,...] [--precision float,double] [--chunks 8192,32768,131072] [--reps N]
-//                     [--warmup N] [--csv FILE] [--commit C]
+//   skinny_gemm_bench [--shapes MxPxC,...] [--precision float,double] [--chunks 8192,32768,131072]
+//                     [--small-tn-bps 1,2,4] [--reps N] [--warmup N] [--csv FILE] [--commit C]
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/kernels.hpp"
 #include "bench_common.hpp"
 
 using namespace tcqr_bench;
@@ -34,14 +38,15 @@ struct Options {
                                {524288, 32, 32},  {131072, 64, 64},  {131072, 32, 32}};
   bool runFloat = true, runDouble = true;
   std::vector<i64> chunks = {8192, 32768, 131072};
+  std::vector<i64> smallTnBlocksPerSM = {1, 2, 4};  // launchSmallTN rows, where p, c <= 64
   int reps = 9, warmup = 2;
   std::string csv, commit = TCQR_BENCH_COMMIT;
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(stderr,
-               "skinny_gemm_bench [--shapes MxPxC,...] [--precision float,double] [--chunks Q,...] [--reps N]\n"
-               "                  [--warmup N] [--csv FILE] [--commit C]\n");
+               "skinny_gemm_bench [--shapes MxPxC,...] [--precision float,double] [--chunks Q,...]\n"
+               "                  [--small-tn-bps B,...] [--reps N] [--warmup N] [--csv FILE] [--commit C]\n");
   std::exit(code);
 }
 
@@ -97,6 +102,9 @@ Options parse(int argc, char** argv) {
     } else if (a == "--chunks") {
       o.chunks.clear();
       for (const auto& q : split(next(), ',')) o.chunks.push_back(toInt(q));
+    } else if (a == "--small-tn-bps") {
+      o.smallTnBlocksPerSM.clear();
+      for (const auto& b : split(next(), ',')) o.smallTnBlocksPerSM.push_back(toInt(b));
     } else if (a == "--reps")
       o.reps = static_cast<int>(toInt(next()));
     else if (a == "--warmup")
@@ -216,6 +224,25 @@ void runShape(Handles& h, const Options& o, const Shape& s, const std::string& c
         h, o.warmup, o.reps, [] {}, run));
     r.err = relErr<S>(h, C.get(), Cref.get(), p, c, work.get(), acc.get());
     rows.push_back(r);
+  }
+  if (p <= 64 && c <= 64) {
+    int dev = 0, sms = 0;
+    CHECK(cudaGetDevice(&dev));
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    for (i64 bps : o.smallTnBlocksPerSM) {
+      const i64 maxBlocks = bps * sms;
+      const i64 blocks = tcqr::kernels::smallTnBlocks(m, p, c, sizeof(S), maxBlocks);
+      DevBuf<S> partial(blocks * p * c);
+      Row r{"smalltn", bps};
+      r.ms = median(timeOnStream(
+          h, o.warmup, o.reps, [] {},
+          [&] {
+            tcqr::kernels::launchSmallTN<S>(A.get(), m, B.get(), m, m, p, c, S(1), S(0), C.get(), p, partial.get(),
+                                            static_cast<int>(maxBlocks), h.stream);
+          }));
+      r.err = relErr<S>(h, C.get(), Cref.get(), p, c, work.get(), acc.get());
+      rows.push_back(r);
+    }
   }
   const double bytes = double(m) * double(p + c) * sizeof(S);
   for (const Row& r : rows) {

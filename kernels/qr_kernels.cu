@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cfloat>
+#include <type_traits>
 
 #include "../src/CudaCheck.hpp"
 #include "../src/Tunables.hpp"
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P,
   const Index o = blockIdx.x * Index(32) + lane;
   double acc = 0.0;
   if (o < pc) {
-#pragma unroll 4
+#pragma unroll 8
     for (Index b = warp; b < batch; b += 8) acc += P[b * pc + o];
   }
   part[warp][lane] = acc;
@@ -184,43 +185,57 @@ __global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P,
 // blocks (RB rows each, grid-stride) of A(rows)^T B(rows), for p, c <= 64 = W. A row block's sum runs in S through
 // shared memory, the row blocks' sums are added in double and rounded to S once. Thread (tx, ty) of the 16 x 16 owns
 // the entries (tx + 16 i, ty + 16 j), i, j < MT; RB keeps the two operand tiles at about 33 KB of shared memory.
+// Each thread loads its PER entries of a row block into registers with every load issued before the first is used,
+// and the next row block's loads are in flight while the current one is multiplied: a first version loaded four at a
+// time and did not prefetch, so each row block cost several memory round trips (FP64 16384^2: 20 us per product).
 template <typename S, int MT>
 struct SmallTnShape {
   static constexpr int W = 16 * MT, LD = W + 1;
   static constexpr int RB = (sizeof(S) == 4 ? 4096 : 2048) / W;  // float: 128 / 64 rows; double: 64 / 32
+  static constexpr int PER = RB * W / 256;                         // entries of each operand per thread and row block
+  static_assert(RB * W % 256 == 0, "a row block spreads evenly over the 256 threads");
 };
 
 template <typename S, int MT>
 __global__ void __launch_bounds__(256) smallTnKernel(const S* __restrict__ A, Index lda, const S* __restrict__ B,
                                                      Index ldb, Index k, int p, int c, S* __restrict__ P) {
   using Shape = SmallTnShape<S, MT>;
-  constexpr int W = Shape::W, LD = Shape::LD, RB = Shape::RB;
+  constexpr int LD = Shape::LD, RB = Shape::RB, PER = Shape::PER;
   __shared__ S As[RB * LD], Bs[RB * LD];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  // Entry e of a thread is row kk = (tid + 256 e) % RB, column (tid + 256 e) / RB of the row block: consecutive
+  // threads read consecutive rows of a column (coalesced); the columns beyond p (c) and the rows beyond k are zeros.
+  S ra[PER], rb[PER];
+  auto fetch = [&](Index r0) {
+#pragma unroll
+    for (int e = 0; e < PER; ++e) {
+      const int idx = tid + 256 * e, kk = idx % RB, col = idx / RB;
+      const Index row = r0 + kk;
+      const bool in = row < k;
+      ra[e] = (in && col < p) ? A[row + col * lda] : S(0);
+      rb[e] = (in && col < c) ? B[row + col * ldb] : S(0);
+    }
+  };
+  // Double sums every row block into the same accumulators; float sums a row block in float (acc) and adds that to
+  // double totals. (A separate double acc cost double's 64 x 64 kernel 32 registers and half its occupancy.)
+  constexpr bool kDirect = std::is_same<S, double>::value;
   double total[MT][MT];
+  S acc[MT][MT];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
-    for (int j = 0; j < MT; ++j) total[i][j] = 0.0;
+    for (int j = 0; j < MT; ++j) total[i][j] = 0.0, acc[i][j] = S(0);
   const Index rowBlocks = (k + RB - 1) / RB;
-  for (Index rb = blockIdx.x; rb < rowBlocks; rb += gridDim.x) {
-    const Index r0 = rb * RB;
-    // Row kk of the tile is row r0 + kk: consecutive threads read consecutive rows of a column (coalesced); the
-    // columns beyond p (c) and the rows beyond k are zeros.
-#pragma unroll 4
-    for (int e = tid; e < RB * W; e += 256) {
-      const int kk = e % RB, col = e / RB;
-      const Index row = r0 + kk;
-      const bool in = row < k;
-      As[kk * LD + col] = (in && col < p) ? A[row + col * lda] : S(0);
-      Bs[kk * LD + col] = (in && col < c) ? B[row + col * ldb] : S(0);
+  if (Index(blockIdx.x) < rowBlocks) fetch(Index(blockIdx.x) * RB);
+  for (Index blk = blockIdx.x; blk < rowBlocks; blk += gridDim.x) {
+#pragma unroll
+    for (int e = 0; e < PER; ++e) {
+      const int idx = tid + 256 * e, kk = idx % RB, col = idx / RB;
+      As[kk * LD + col] = ra[e];
+      Bs[kk * LD + col] = rb[e];
     }
     __syncthreads();
-    S acc[MT][MT];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < MT; ++j) acc[i][j] = S(0);
+    if (blk + gridDim.x < rowBlocks) fetch((blk + gridDim.x) * RB);
 #pragma unroll 8
     for (int kk = 0; kk < RB; ++kk) {
       S a[MT], b[MT];
@@ -233,11 +248,13 @@ __global__ void __launch_bounds__(256) smallTnKernel(const S* __restrict__ A, In
 #pragma unroll
         for (int j = 0; j < MT; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
+    if (!kDirect) {
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+      for (int i = 0; i < MT; ++i)
 #pragma unroll
-      for (int j = 0; j < MT; ++j) total[i][j] += double(acc[i][j]);
-    __syncthreads();
+        for (int j = 0; j < MT; ++j) total[i][j] += double(acc[i][j]), acc[i][j] = S(0);
+    }
+    __syncthreads();  // the tiles are rewritten for the next row block
   }
   S* mine = P + Index(blockIdx.x) * p * c;
 #pragma unroll
@@ -245,7 +262,7 @@ __global__ void __launch_bounds__(256) smallTnKernel(const S* __restrict__ A, In
 #pragma unroll
     for (int j = 0; j < MT; ++j) {
       const int r = tx + 16 * i, col = ty + 16 * j;
-      if (r < p && col < c) mine[r + col * p] = static_cast<S>(total[i][j]);
+      if (r < p && col < c) mine[r + col * p] = kDirect ? acc[i][j] : static_cast<S>(total[i][j]);
     }
 }
 

@@ -237,7 +237,7 @@ inline Index accumChunkFor(Index k, Index rows, Index cols, int sms) {
 inline Index smallTnPartialBytes(Index m, Index n, Index elemBytes, int sms) {
   const Index k = std::min(m, kSmallTnMaxInner), w = std::min<Index>(n, 64);
   if (k < kSmallTnMinInner || w < 1) return 0;
-  return kernels::smallTnBlocks(k, w, w, elemBytes, kSmallTnBlocksPerSM * sms) * w * w * elemBytes;
+  return kernels::smallTnBlocks(k, w, w, elemBytes, smallTnBlocksPerSM() * sms) * w * w * elemBytes;
 }
 
 /// Partials workspace (bytes) reserved up front for factor() of an m x n matrix: what the largest TN products of
@@ -429,7 +429,7 @@ struct CudaOps {
     const Index minInner = smallTnMinInner();
     if (partials == nullptr || minInner <= 0 || k < minInner || k > kSmallTnMaxInner || C.rows > 64 || C.cols > 64)
       return false;
-    const Index maxBlocks = kSmallTnBlocksPerSM * sms;
+    const Index maxBlocks = smallTnBlocksPerSM() * sms;
     const Index blocks = kernels::smallTnBlocks(k, C.rows, C.cols, Index(sizeof(S)), maxBlocks);
     S* P = reinterpret_cast<S*>(partials->reserve(blocks * C.rows * C.cols * Index(sizeof(S)), stream));
     kernels::launchSmallTN<S>(A.p, A.ld, B.p, B.ld, k, C.rows, C.cols, alpha, beta, C.p, C.ld, P,

@@ -390,10 +390,22 @@ inline bool graphReplayReport() { return graphReplayMode() == 2; }
 /// 11.92 (cuBLAS's chunks of 256 rows spread over more of the GPU there), hence the upper bound at the longest sum
 /// measured to gain. TCQR_SMALL_TN_MIN_INNER=<k> overrides the lower bound, 0 turns the kernel off (measurements).
 /// kSmallTnBlocksPerSM: the kernel's blocks per multiprocessor at most (more rows are summed in more row blocks per
-/// block).
+/// block, the next one's loads in flight while one is multiplied); each block writes a p x c partial that a second
+/// launch sums. TCQR_SMALL_TN_BLOCKS_PER_SM=<b> overrides it (measurements; the block count sets the summation order,
+/// so results differ in their last bits between settings). H200, 2026-11-29
+/// (bench/results/logs/2026-11-29-h200-fp16x3-lanes.log, runs 2-3): the prefetching kernel against the one before,
+/// alone (skinny_gemm_bench smalltn-4, medians of 21): double 16384 x 64 x 64 25.3/24.9 to 23.4/23.0 us, float 16384 x
+/// 32 x 32 14.3/13.2 to 12.4/11.8, the other shapes (down to 1024 rows) within about 1 us of 11-15 us, mostly the
+/// two launches; cuBLAS took 18-27 us. End to end nothing moved: FP64 16384^2 182.2-183.7 ms against 183.1-183.8,
+/// FP16x3 16384^2 118.2-119.0 against 118.7, 4096^2 within 0.1 ms, with 1, 2 or 4 blocks per multiprocessor alike (1
+/// was best alone for double 64 x 64: 21.2 us against 25.0).
 constexpr std::ptrdiff_t kSmallTnMinInner = 512, kSmallTnMaxInner = 16384, kSmallTnBlocksPerSM = 4;
 inline std::ptrdiff_t smallTnMinInner() {
   static const Index v = envIndex("TCQR_SMALL_TN_MIN_INNER", kSmallTnMinInner);
+  return v;
+}
+inline std::ptrdiff_t smallTnBlocksPerSM() {
+  static const Index v = std::max<Index>(1, envIndex("TCQR_SMALL_TN_BLOCKS_PER_SM", kSmallTnBlocksPerSM));
   return v;
 }
 

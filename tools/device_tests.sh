@@ -6,7 +6,8 @@
 #   bash tools/device_tests.sh householder1        # its test cases 1-20 (doctest --first/--last), if it is too slow
 #   bash tools/device_tests.sh householder2        # its test cases from 21 on
 #   bash tools/device_tests.sh precision           # test_precision_gpu alone
-#   bash tools/device_tests.sh rest                # tsqr + tall-skinny + panel kernel + T products + graph replay, then
+#   bash tools/device_tests.sh rest                # tsqr + tall-skinny + panel kernel + T products + graph replay +
+#                                                  # small products, then
 #                                                  # the panel kernel again with TCQR_PANEL_EXCHANGE=barrier
 #   bash tools/device_tests.sh precision rest      # several parts, one after the other: each has its own LIMIT, so
 #                                                  # lower LIMIT to fit them all into one device call
@@ -44,7 +45,7 @@ programs_of() {
   case "$1" in
     householder | householder1 | householder2) echo test_householder_qr_gpu ;;
     precision) echo test_precision_gpu ;;
-    rest) echo test_tsqr_gpu test_tall_skinny_qr_gpu test_panel_kernel_gpu test_t_products_gpu test_graph_replay_gpu ;;
+    rest) echo test_tsqr_gpu test_tall_skinny_qr_gpu test_panel_kernel_gpu test_t_products_gpu test_graph_replay_gpu test_small_products_gpu ;;
   esac
 }
 for part in "$@"; do
@@ -105,7 +106,7 @@ for part in "$@"; do
     precision) run_part precision:test_precision_gpu ;;
     rest)
       run_part tsqr:test_tsqr_gpu tall-skinny:test_tall_skinny_qr_gpu panel-kernel:test_panel_kernel_gpu \
-               t-products:test_t_products_gpu graph-replay:test_graph_replay_gpu
+               t-products:test_t_products_gpu graph-replay:test_graph_replay_gpu small-products:test_small_products_gpu
       # The panel kernel's other exchange (read once per process; ctest's panel_kernel_barrier_gpu).
       export TCQR_PANEL_EXCHANGE=barrier
       run_part panel-kernel-barrier:test_panel_kernel_gpu
