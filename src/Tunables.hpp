@@ -287,7 +287,8 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinDim = 1024;
 constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
-/// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns:
+/// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns
+/// (and for FP16x3 from 16384, below):
 /// two lanes on a green context of three quarters of the SMs (lookaheadGreenSMs), replayed from graphs, with the
 /// one-kernel panels at the greatest stream priority (docs/DESIGN.md "Look-ahead"). H200, qr_bench medians of 7, same
 /// build, lanes off / on (bench/results/logs/2026-11-28-h200-lookahead-green.log): FP64 8192^2 46.30 / 43.82 ms,
@@ -305,15 +306,27 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 /// (bench/results/logs/2026-11-28-h200-lanes-new-object-shapes.log): 8192^2 47.6-47.7 / 48.3-49.1 ms, 8192 x 16384
 /// 73.6-76.1 / 74.1-76.3, 16384 x 8192 87.2-88.3 / 84.8-85.0, 12288^2 113.2-114.2 / 105.2-107.2, 32768 x 8192
 /// 142.4-145.0 / 136.9-137.7; one object, replays: 8192^2 47.3-49.3 / 44.0-44.1.
+///
+/// FP16x3 (float's default from 2^24 entries) takes one lane from 16384 rows and columns (from the first
+/// factorization), where it gained on every shape measured. H200, qr_bench medians of 3-5, one process each
+/// (bench/results/logs/2026-11-29-h200-fp16x3-lanes.log): at d2d534f, TCQR_LOOKAHEAD=0 / 1: 16384^2 118.9-119.1 /
+/// 113.1-113.6 ms (two lanes 113.3-113.7), 32768^2 555.4 / 544.3, 65536 x 16384 386.2 / 369.2, 8192^2 36.6 / 36.1 (not
+/// taken: one run each, within noise; 131072 x 2048 lost 9% in the run above); with the default, TCQR_LOOKAHEAD=0 /
+/// default: 16384^2 117.7-117.8 / 112.7 (twice), 32768^2 551.1 / 541.1, 65536 x 16384 383.3 / 364.8, 16384 x 32768
+/// 213.7 / 207.5. A new object per call (first_call_probe) took 120.4-120.5 / 119.5-120.7 ms: it makes and destroys
+/// its lane each time (the destruction 8.5-9.4 ms of that) and runs without graph replay, which costs what the lane
+/// gains; a process's first factorization 336 / 395 ms (the green context).
 constexpr std::ptrdiff_t kLookaheadFp64MinDim = 8192;
 constexpr std::ptrdiff_t kLookaheadFp64FirstElements = std::ptrdiff_t(1) << 27;
+constexpr std::ptrdiff_t kLookaheadFp16x3MinDim = 16384;
 inline bool lookaheadLanesFromEnv() { return std::getenv("TCQR_LOOKAHEAD") != nullptr; }
 inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bool again) {
   if (const char* v = std::getenv("TCQR_LOOKAHEAD")) return std::max(0, std::atoi(v));
-  return mode == Precision::FP64 && std::min(m, n) >= kLookaheadFp64MinDim &&
-                 (again || m * n >= kLookaheadFp64FirstElements)
-             ? 2
-             : 0;
+  if (mode == Precision::FP64 && std::min(m, n) >= kLookaheadFp64MinDim &&
+      (again || m * n >= kLookaheadFp64FirstElements))
+    return 2;
+  if (mode == Precision::FP16x3 && std::min(m, n) >= kLookaheadFp16x3MinDim) return 1;
+  return 0;
 }
 /// (-1: half the device's multiprocessors, where the measured gains were; CudaContext::fillLanes.)
 inline int lookaheadReserveSMs(Precision mode) {

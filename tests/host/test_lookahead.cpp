@@ -22,6 +22,7 @@
 #include <Eigen/Dense>
 
 #include "../../src/HostOps.hpp"
+#include "common/ScopedEnv.h"
 #include "common/TestMatrices.h"
 
 namespace {
@@ -179,6 +180,30 @@ TEST_CASE_TEMPLATE("look-ahead lanes: split updates, forks joined, lanes nested,
       }
     }
   }
+}
+
+TEST_CASE("look-ahead lanes: the defaults by mode and shape (Tunables.hpp lookaheadLanes)") {
+  using tcqr::Precision;
+  using tcqr::detail::lookaheadLanes;
+  const tcqr_test::ScopedEnv forced("TCQR_LOOKAHEAD");
+  forced.unset();
+  // FP64: two lanes from 8192 rows and columns; below 2^27 entries from an object's second factorization of the shape.
+  CHECK(lookaheadLanes(Precision::FP64, 8192, 8192, true) == 2);
+  CHECK(lookaheadLanes(Precision::FP64, 8192, 8192, false) == 0);
+  CHECK(lookaheadLanes(Precision::FP64, 16384, 8192, false) == 2);
+  CHECK(lookaheadLanes(Precision::FP64, 131072, 2048, true) == 0);
+  // FP16x3: one lane from 16384 rows and columns, from the first factorization.
+  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 16384, false) == 1);
+  CHECK(lookaheadLanes(Precision::FP16x3, 65536, 16384, false) == 1);
+  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 65536, false) == 1);
+  CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, true) == 0);
+  CHECK(lookaheadLanes(Precision::FP16x3, 131072, 2048, true) == 0);
+  for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
+    CHECK(lookaheadLanes(p, 32768, 32768, true) == 0);
+  forced.set("3");  // an explicit count, anywhere
+  CHECK(lookaheadLanes(Precision::FP32, 100, 100, false) == 3);
+  forced.set("0");
+  CHECK(lookaheadLanes(Precision::FP64, 16384, 16384, true) == 0);
 }
 
 TEST_CASE("look-ahead lanes: scratch of each lane from the column tree") {
