@@ -2,12 +2,13 @@
 // C (p x c) = A^T B with A (m x p) and B (m x c), m in the millions and p, c <= 64: Z = W^T A2 in applyQtLeft and
 // P = Y1^T W2 in the W update (TCQR_TRACE on 2097152 x 128 float, 2026-11-26: six such cuBLAS calls took 5.0 of the
 // 15 ms, about 1.3 TB/s against the H100's ~3 TB/s). Measures, in one process on the same data:
-//   cublas      cublas<S>gemm (TN), what the library calls today;
+//   cublas      cublas<S>gemm (TN), what the library calls where neither of the others applies;
 //   splitk-Q    an explicit split of the inner dimension: cublas<S>gemmStridedBatched over chunks of Q rows (each
 //               writing its own p x c partial; the remainder rows as one more GEMM), then one cublas<S>gemv summing
 //               the partials;
-//   smalltn-B   the library's kernels::launchSmallTN (CudaOps::smallTN: results of at most 64 x 64, inner dimension
-//               up to kSmallTnMaxInner in a factorization) with at most B blocks per multiprocessor (--small-tn-bps).
+//   smalltn-bps the library's kernels::launchSmallTN (CudaOps::smallTN: results of at most 64 x 64, inner dimension
+//               up to kSmallTnMaxInner in a factorization) with at most B blocks per multiprocessor (--small-tn-bps;
+//               B in the chunk column).
 // GB/s counts one read of A and B. Error: ||C - C_ref||_F / ||C_ref||_F with C_ref from FP64 GEMM on the operands
 // widened to double. CUDA events, warm-up runs, median. (The library has used split-K, CudaOps::gemmSplitK, for float
 // results of at most 64 x 64 over at least 2^20 rows since these rows were first measured, and launchSmallTN for
@@ -34,8 +35,8 @@ struct Shape {
 };
 
 struct Options {
-  std::vector<Shape> shapes = {{2097152, 64, 64}, {2097152, 32, 32}, {524288, 64, 64},
-                               {524288, 32, 32},  {131072, 64, 64},  {131072, 32, 32}};
+  std::vector<Shape> shapes = {{2097152, 64, 64}, {2097152, 32, 32}, {524288, 64, 64}, {524288, 32, 32},
+                               {131072, 64, 64},  {131072, 32, 32},  {16384, 64, 64},  {16384, 32, 32}};
   bool runFloat = true, runDouble = true;
   std::vector<i64> chunks = {8192, 32768, 131072};
   std::vector<i64> smallTnBlocksPerSM = {1, 2, 4};  // launchSmallTN rows, where p, c <= 64
@@ -233,7 +234,7 @@ void runShape(Handles& h, const Options& o, const Shape& s, const std::string& c
       const i64 maxBlocks = bps * sms;
       const i64 blocks = tcqr::kernels::smallTnBlocks(m, p, c, sizeof(S), maxBlocks);
       DevBuf<S> partial(blocks * p * c);
-      Row r{"smalltn", bps};
+      Row r{"smalltn-bps", bps};  // (the CSV's chunk column: blocks per multiprocessor)
       r.ms = median(timeOnStream(
           h, o.warmup, o.reps, [] {},
           [&] {
@@ -247,7 +248,7 @@ void runShape(Handles& h, const Options& o, const Shape& s, const std::string& c
   const double bytes = double(m) * double(p + c) * sizeof(S);
   for (const Row& r : rows) {
     const double gbps = bytes / (r.ms * 1e-3) / 1e9, speedup = rows[0].ms / r.ms;
-    std::printf("%-6s %9lld %3lld %3lld | %-7s %7lld | %9.4f ms %8.1f GB/s | err %9.3e | %5.2fx vs cublas\n",
+    std::printf("%-6s %9lld %3lld %3lld | %-11s %7lld | %9.4f ms %8.1f GB/s | err %9.3e | %5.2fx vs cublas\n",
                 Vendor<S>::name, (long long)m, (long long)p, (long long)c, r.method.c_str(), (long long)r.chunk, r.ms,
                 gbps, r.err, speedup);
     if (csv)

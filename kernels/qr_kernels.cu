@@ -182,12 +182,15 @@ __global__ void __launch_bounds__(256) addBatchesKernel(const S* __restrict__ P,
 }
 
 // The partial products of launchSmallTN: block b writes P_b (p x c, contiguous at P + b p c) = the sum over its row
-// blocks (RB rows each, grid-stride) of A(rows)^T B(rows), for p, c <= 64 = W. A row block's sum runs in S through
-// shared memory, the row blocks' sums are added in double and rounded to S once. Thread (tx, ty) of the 16 x 16 owns
-// the entries (tx + 16 i, ty + 16 j), i, j < MT; RB keeps the two operand tiles at about 33 KB of shared memory.
-// Each thread loads its PER entries of a row block into registers with every load issued before the first is used,
-// and the next row block's loads are in flight while the current one is multiplied: a first version loaded four at a
-// time and did not prefetch, so each row block cost several memory round trips (FP64 16384^2: 20 us per product).
+// blocks (RB rows each, grid-stride) of A(rows)^T B(rows), for p, c <= 64 = W. In float a row block's sum runs in
+// float through shared memory and the row blocks' sums are added in double, rounded to float once; in double all of a
+// block's rows are summed in one chain of double FMAs. Thread (tx, ty) of the 16 x 16 owns the entries
+// (tx + 16 i, ty + 16 j), i, j < MT; RB keeps the two operand tiles at about 33 KB of shared memory.
+// Each thread loads its PER entries of a row block into registers with every load issued before the first is used
+// (a first version let four be in flight), and where a block sums several row blocks the next one's loads are in
+// flight while the current one is multiplied. (With the default kSmallTnBlocksPerSM and the factorization's inner
+// dimensions of at most kSmallTnMaxInner each block gets one row block on a 132-SM H200, so the prefetch acts only with
+// fewer blocks: TCQR_SMALL_TN_BLOCKS_PER_SM, the GPU test's small block counts.)
 template <typename S, int MT>
 struct SmallTnShape {
   static constexpr int W = 16 * MT, LD = W + 1;

@@ -421,7 +421,8 @@ struct CudaOps {
     gemmMode(ta, tb, alpha, A, B, beta, C, k);
   }
   /// C = alpha A^T B + beta C by kernels::launchSmallTN where C is at most 64 x 64 and k within [smallTnMinInner,
-  /// kSmallTnMaxInner] (see there). Its block count, and so its summation order, depends on k and the device only:
+  /// kSmallTnMaxInner] (see there). Its block count, and so its summation order, depends on k, the device and
+  /// TCQR_SMALL_TN_BLOCKS_PER_SM (read once per process) only:
   /// the partials workspace is sized for it up front (accumPartialBytes) and grows here, waiting for the stream, if a
   /// later call needs more. (Capping the blocks by the workspace's size instead, as 93fd079 did, made the bits depend
   /// on what the object had factored before; found in review.) Returns false (nothing done) elsewhere.

@@ -47,8 +47,8 @@ void launchAddBatches(const S* P, Index batch, Index p, Index c, S alpha, S beta
 
 /// C (p x c, ldc; p, c <= 64) = alpha A^T B + beta C for A (k x p) and B (k x c) with a long inner dimension k: one
 /// kernel writes the partial products of smallTnBlocks(k, p, c, sizeof(S), maxBlocks) blocks to `partials` (p c
-/// elements each; rows summed in S in row blocks of 32-128, those sums added in double) and launchAddBatches sums
-/// them in double, in block order. With beta = 0, C is not read.
+/// elements each; float: rows summed in float in row blocks of 64-128, those sums added in double; double: a block's
+/// rows in one double chain) and launchAddBatches sums them in double, in block order. With beta = 0, C is not read.
 template <typename S>
 void launchSmallTN(const S* A, Index lda, const S* B, Index ldb, Index k, Index p, Index c, S alpha, S beta, S* C,
                    Index ldc, S* partials, int maxBlocks, cudaStream_t stream);

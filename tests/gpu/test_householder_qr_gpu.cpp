@@ -641,6 +641,97 @@ TEST_SUITE("gpu") {
     CHECK(cudaGetLastError() == cudaSuccess);
   }
 
+  // FP16x3, float's default there, runs with one look-ahead lane from 16384 rows and columns (Tunables.hpp
+  // lookaheadLanes), from an object's first factorization of the shape on; where the lane does not fit, without it, bit
+  // for bit as with TCQR_LOOKAHEAD=0. (A 16384^2 Q R is too slow to check on the host: the solve's backward error
+  // checks both factorizations instead.)
+  TEST_CASE("[Cuda] FP16x3 16384^2 (float's default): one default look-ahead lane, and none where it does not fit") {
+    TCQR_RANDOM_SEED();
+    using MF = Eigen::MatrixXf;
+    tcqr::releaseCachedDeviceMemory();
+    if (freeDeviceMemory() < (size_t(24) << 30)) {  // (the matrix is 1 GiB; FP16x3 holds about 6, 9 with the lane)
+      MESSAGE("skipped: needs 24 GiB of free device memory");
+      return;
+    }
+    const tcqr_test::ScopedEnv lanes("TCQR_LOOKAHEAD"), green("TCQR_LANES_GREEN");
+    green.unset();
+    const Index n = 16384;
+    const MF D = tcqr_test::uniformMatrix<float>(n, n);
+    const Eigen::VectorXf b = Eigen::VectorXf::Random(n);
+    // The solve's normwise backward error |D x - b| / (|D| |x| + |b|), in double.
+    auto solveError = [&](const Eigen::TensorCoreHouseholderQR<MF>& qr) {
+      const Eigen::VectorXd x = qr.solve(b).cast<double>();
+      const Eigen::VectorXd r = D.cast<double>() * x - b.cast<double>();
+      return r.norm() / (D.cast<double>().norm() * x.norm() + b.cast<double>().norm());
+    };
+    // A new object's first factorization: the device memory it holds then, the lane streams it made, its error.
+    auto factor = [&](size_t* bytes, long* made, double* error) {
+      tcqr::releaseCachedDeviceMemory();
+      const size_t before = freeDeviceMemory();
+      Eigen::TensorCoreHouseholderQR<MF> qr;
+      qr.setBackend(Backend::Cuda);
+      const long streams = tcqr::detail::greenLaneStreams();
+      qr.compute(D);
+      REQUIRE(qr.info() == Eigen::Success);
+      CHECK(qr.activePrecision() == tcqr::Precision::FP16x3);
+      if (made) *made = tcqr::detail::greenLaneStreams() - streams;
+      const size_t after = freeDeviceMemory();
+      if (bytes) *bytes = before > after ? before - after : 0;
+      if (error) *error = solveError(qr);
+      return MF(qr.matrixQR());
+    };
+    lanes.set("0");
+    size_t plainBytes = 0, laneBytes = 0;
+    double plainError = 0, laneError = 0;
+    const MF plain = factor(&plainBytes, nullptr, &plainError);
+    lanes.unset();
+    const long refused0 = tcqr::detail::greenContextFailures();
+    long made = 0;
+    factor(&laneBytes, &made, &laneError);
+    const long refused = tcqr::detail::greenContextFailures() - refused0;
+    INFO("device memory held: " << (plainBytes >> 20) << " MiB without the lane, " << (laneBytes >> 20) << " with");
+    // FP32-class accuracy either way (measured about 1e-7 at 4096^2; float's unit roundoff is 6e-8).
+    CHECK(tcqr_test::report("solve backward error without the lane", plainError) <= 2e-6);
+    CHECK(tcqr_test::report("solve backward error with the lane", laneError) <= 2e-6);
+    int device = 0, major = 0;
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+    if (major < 9 || refused > 0) {
+      MESSAGE("no default lane here (sm_" << major << "x, green contexts refused: " << refused << ")");
+      CHECK(made == 0);
+      return;
+    }
+    CHECK(made == 1);
+    REQUIRE(laneBytes > plainBytes + (size_t(64) << 20));
+    // Room for the factorization without the lane and half of what the lane adds: every call falls back, bit for bit,
+    // and only the first tries to make the lane.
+    tcqr::releaseCachedDeviceMemory();
+    Eigen::TensorCoreHouseholderQR<MF> tight;
+    tight.setBackend(Backend::Cuda);
+    {
+      const size_t available = freeDeviceMemory();
+      REQUIRE(available > laneBytes);
+      DeviceArray<char> hog(available - plainBytes - (laneBytes - plainBytes) / 2);
+      REQUIRE(hog.p != nullptr);
+      for (int call = 0; call < 3; ++call) {
+        INFO("call " << call);
+        const long streams = tcqr::detail::greenLaneStreams();
+        tight.compute(D);
+        REQUIRE(tight.info() == Eigen::Success);
+        CHECK(tight.activePrecision() == tcqr::Precision::FP16x3);
+        CHECK((tight.matrixQR().array() == plain.array()).all());
+        if (call >= 1) CHECK(tcqr::detail::greenLaneStreams() == streams);
+      }
+    }
+    // The memory is back: the same object's next factorization has its lane again.
+    const long streams = tcqr::detail::greenLaneStreams();
+    tight.compute(D);
+    REQUIRE(tight.info() == Eigen::Success);
+    CHECK(tcqr::detail::greenLaneStreams() - streams == 1);
+    CHECK(tcqr_test::report("solve backward error with the lane, again", solveError(tight)) <= 2e-6);
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+
   TEST_CASE("[Cuda] Backend::Auto picks the device for 1024 x 1024 and the host for small problems") {
     TCQR_RANDOM_SEED();
     using M = Eigen::MatrixXf;

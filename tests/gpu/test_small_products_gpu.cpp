@@ -6,7 +6,8 @@
 // NaN there must not come through) and beta != 0, and the same bits on a second call.
 // Why at this level: inside a factorization an error of this product shows only as a slightly larger backward
 // error, and a row block left out or summed twice on one shape would not fail the factorization's thresholds.
-// Exits 77 (CTest: skipped) without a CUDA device.
+// The bound per entry follows the kernel's summation (see checkSmallTN); a row block left out or summed twice misses
+// it by orders of magnitude. Exits 77 (CTest: skipped) without a CUDA device.
 #include "common/TestConfig.h"
 
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -60,18 +61,21 @@ void checkSmallTN(Index k, Index p, Index c, Index maxBlocks, double alpha, doub
       const S was = C0(i, j), now = first(i, j);
       CHECK(std::memcmp(&was, &now, sizeof(S)) == 0);
     }
-  // Each row block's sum runs in S over at most RB rows, the rest in double: |error| <= (RB + 2) u (|alpha| |A|^T |B|)
-  // + 2 u |beta C0| entry by entry (RB + 8 below, for the final roundings).
+  // The longest chain of roundings in S: float sums a row block (at most RB rows) in float and the rest in double;
+  // double sums all of a block's row blocks in one chain. So |error| <= (chain + 2) u (|alpha| |A|^T |B|) + 2 u |beta
+  // C0| entry by entry (chain + 8 below, for the final roundings), plus the double reference's own error, at most
+  // k u_double (|alpha| |A|^T |B|).
   const Mat<double> Ad = A.topRows(k).template cast<double>(), Bd = B.topRows(k).template cast<double>();
   const Mat<double> ref = alpha * Ad.transpose() * Bd, mag = std::abs(alpha) * Ad.cwiseAbs().transpose() * Bd.cwiseAbs();
-  const double u = std::numeric_limits<S>::epsilon() / 2;
-  const double units = double(rowBlockOf(p, c, Index(sizeof(S))) + 8);
+  const double u = std::numeric_limits<S>::epsilon() / 2, uRef = std::numeric_limits<double>::epsilon() / 2;
+  const Index rb = rowBlockOf(p, c, Index(sizeof(S))), rowBlocks = (k + rb - 1) / rb;
+  const Index chain = sizeof(S) == 8 ? (rowBlocks + blocks - 1) / blocks * rb : rb;
   double worst = 0.0;
   for (Index j = 0; j < c; ++j)
     for (Index i = 0; i < p; ++i) {
       const double r = ref(i, j) + (beta == 0.0 ? 0.0 : beta * double(C0(i, j)));
-      const double bound =
-          units * u * mag(i, j) + 2 * u * (beta == 0.0 ? 0.0 : std::abs(beta * double(C0(i, j)))) + 1e-300;
+      const double bound = (double(chain + 8) * u + double(k) * uRef) * mag(i, j) +
+                           2 * u * (beta == 0.0 ? 0.0 : std::abs(beta * double(C0(i, j)))) + 1e-300;
       const double got = double(first(i, j));
       REQUIRE(std::isfinite(got));
       worst = std::max(worst, std::abs(got - r) / bound);
