@@ -676,28 +676,39 @@ int clusterLimitOfExchange() {
   return panelExchangeAsync() ? clusterLimit<S, R, RS, true>() : clusterLimit<S, R, RS, false>();
 }
 
-/// The largest cluster every registers-only instantiation runs with: they differ in registers per thread only, and one
-/// size must fit all. Remembered per device (it is asked for every panel).
-template <typename S>
-int panelClusterLimit() {
+/// f() (a non-negative int) for the current device, computed on the first call per device and kept in `known` (the
+/// value + 1; 0: not yet known; two threads may both compute it, with the same result); 0 where the device cannot be
+/// asked or its index is beyond the table. For the panel's limits, which are asked for every panel.
+template <class F>
+int oncePerDevice(std::atomic<int> (&known)[64], F&& f) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
     cudaGetLastError();  // (this call's own error)
     return 0;
   }
-  static std::atomic<int> known[64];  // limit + 1, 0: not yet known
   if (device < 0 || device >= 64) return 0;
   if (const int k = known[device].load(std::memory_order_relaxed)) return k - 1;
-  int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
-  if constexpr (sizeof(S) == 8) c = std::min(c, clusterLimitOfExchange<double, 3>());
-  if constexpr (sizeof(S) == 4) {
-    c = std::min(c, clusterLimitOfExchange<float, 3>());
-    c = std::min(c, clusterLimitOfExchange<float, 4>());
-    c = std::min(c, clusterLimitOfExchange<float, 5>());
-    c = std::min(c, clusterLimitOfExchange<float, 6>());
-  }
-  known[device].store(c + 1, std::memory_order_relaxed);
-  return c;
+  const int v = f();
+  known[device].store(v + 1, std::memory_order_relaxed);
+  return v;
+}
+
+/// The largest cluster every registers-only instantiation runs with: they differ in registers per thread only, and one
+/// size must fit all.
+template <typename S>
+int panelClusterLimit() {
+  static std::atomic<int> known[64];
+  return oncePerDevice(known, [] {
+    int c = std::min(clusterLimitOfExchange<S, 1>(), clusterLimitOfExchange<S, 2>());
+    if constexpr (sizeof(S) == 8) c = std::min(c, clusterLimitOfExchange<double, 3>());
+    if constexpr (sizeof(S) == 4) {
+      c = std::min(c, clusterLimitOfExchange<float, 3>());
+      c = std::min(c, clusterLimitOfExchange<float, 4>());
+      c = std::min(c, clusterLimitOfExchange<float, 5>());
+      c = std::min(c, clusterLimitOfExchange<float, 6>());
+    }
+    return c;
+  });
 }
 
 /// The most rows per thread in shared memory the device allows beside kPanelRegRowsBesideShared in registers:
@@ -708,20 +719,13 @@ template <typename S>
 int panelSharedRows() {
   const int want = panelMaxRS<S>();
   if (want == 0) return 0;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  static std::atomic<int> known[64];  // rows + 1, 0: not yet known
-  if (device < 0 || device >= 64) return 0;
-  if (const int k = known[device].load(std::memory_order_relaxed)) return k - 1;
-  constexpr int RR = kPanelRegRowsBesideShared<S>;
-  int c = clusterLimitOfExchange<S, RR, 2>();
-  if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimitOfExchange<S, RR, 1>());
-  const int rows = c > 0 && c >= panelClusterLimit<S>() ? want : 0;
-  known[device].store(rows + 1, std::memory_order_relaxed);
-  return rows;
+  static std::atomic<int> known[64];
+  return oncePerDevice(known, [want] {
+    constexpr int RR = kPanelRegRowsBesideShared<S>;
+    int c = clusterLimitOfExchange<S, RR, 2>();
+    if constexpr (sizeof(S) == 4) c = std::min(c, clusterLimitOfExchange<S, RR, 1>());
+    return c > 0 && c >= panelClusterLimit<S>() ? want : 0;
+  });
 }
 
 }  // namespace
