@@ -316,6 +316,11 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 /// 213.7 / 207.5. A new object per call (first_call_probe) took 120.4-120.5 / 119.5-120.7 ms: it makes and destroys
 /// its lane each time (the destruction 8.5-9.4 ms of that) and runs without graph replay, which costs what the lane
 /// gains; a process's first factorization 336 / 395 ms (the green context).
+/// Below 16384 (same log, runs 9-10, at e48f243) one object replaying gained with the lane too: 8192^2 36.4 / 35.9-36.0
+/// ms, 12288^2 71.5-71.6 / 68.3-68.6, 16384 x 8192 49.6 / 48.8-49.1, 8192 x 16384 52.3 / 52.0; but a new object per
+/// call lost: 8192^2 37.8 / 42.4-43.0, 12288^2 73.9 / 75.9-76.7, 16384 x 8192 50.9 / 54.4-55.0. So there the lane
+/// would pay only from an object's second factorization of the shape in a row (`again`, as FP64 below 2^27 entries);
+/// not done yet: that default has not run in the GPU tests.
 constexpr std::ptrdiff_t kLookaheadFp64MinDim = 8192;
 constexpr std::ptrdiff_t kLookaheadFp64FirstElements = std::ptrdiff_t(1) << 27;
 constexpr std::ptrdiff_t kLookaheadFp16x3MinDim = 16384;
