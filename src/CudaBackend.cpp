@@ -380,9 +380,9 @@ class CudaQRState final : public QRState<S> {
   // not fall back.
   //
   // Likewise the look-ahead lanes where they are on by default (FP64 from 8192^2, below 2^27 entries from an object's
-  // second factorization of the shape; FP16x3 from 16384^2: Tunables.hpp lookaheadLanes): each lane holds scratch and GEMM workspaces of
-  // its own, and where they do not fit the factorization runs without them, remembered alike (an explicit
-  // TCQR_LOOKAHEAD does not fall back).
+  // second factorization of the shape; FP16x3 from 16384^2: Tunables.hpp lookaheadLanes): each lane holds scratch and
+  // GEMM workspaces of its own, and where they do not fit the factorization runs without them, remembered alike (an
+  // explicit TCQR_LOOKAHEAD does not fall back).
   void allocate(Index rows, Index cols) {
     const Precision mode = resolvePrecision(m_precision, std::is_same<S, double>::value, Backend::Cuda, rows, cols);
     Choice choices[3];

@@ -410,8 +410,8 @@ inline bool graphReplayReport() { return graphReplayMode() == 2; }
 /// kSmallTnBlocksPerSM: the kernel's blocks per multiprocessor at most (more rows are summed in more row blocks per
 /// block, the next one's loads in flight while one is multiplied); each block writes a p x c partial that a second
 /// launch sums. TCQR_SMALL_TN_BLOCKS_PER_SM=<b> overrides it (measurements; the block count sets the summation order,
-/// so results differ in their last bits between settings; 1 to 64). At the default and k <= kSmallTnMaxInner every block
-/// of the kernel sums one row block on a 132-SM part (at most 512 row blocks of 32-128 rows), so its prefetch of the
+/// so results differ in their last bits between settings; 1 to 64). At the default and k <= kSmallTnMaxInner every
+/// block of the kernel sums one row block on a 132-SM part (at most 512 row blocks of 32-128 rows), so its prefetch of the
 /// next row block does not act there; what changed alone is that a row block's loads are all in flight at once. H200,
 /// 2026-11-29
 /// (bench/results/logs/2026-11-29-h200-fp16x3-lanes.log, runs 2-3): the prefetching kernel against the one before,

@@ -66,7 +66,8 @@ void checkSmallTN(Index k, Index p, Index c, Index maxBlocks, double alpha, doub
   // C0| entry by entry (chain + 8 below, for the final roundings), plus the double reference's own error, at most
   // k u_double (|alpha| |A|^T |B|).
   const Mat<double> Ad = A.topRows(k).template cast<double>(), Bd = B.topRows(k).template cast<double>();
-  const Mat<double> ref = alpha * Ad.transpose() * Bd, mag = std::abs(alpha) * Ad.cwiseAbs().transpose() * Bd.cwiseAbs();
+  const Mat<double> ref = alpha * Ad.transpose() * Bd;
+  const Mat<double> mag = std::abs(alpha) * Ad.cwiseAbs().transpose() * Bd.cwiseAbs();
   const double u = std::numeric_limits<S>::epsilon() / 2, uRef = std::numeric_limits<double>::epsilon() / 2;
   const Index rb = rowBlockOf(p, c, Index(sizeof(S))), rowBlocks = (k + rb - 1) / rb;
   const Index chain = sizeof(S) == 8 ? (rowBlocks + blocks - 1) / blocks * rb : rb;
