@@ -319,18 +319,20 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 /// Below 16384 (same log, runs 9-10, at e48f243) one object replaying gained with the lane too: 8192^2 36.4 / 35.9-36.0
 /// ms, 12288^2 71.5-71.6 / 68.3-68.6, 16384 x 8192 49.6 / 48.8-49.1, 8192 x 16384 52.3 / 52.0; but a new object per
 /// call lost: 8192^2 37.8 / 42.4-43.0, 12288^2 73.9 / 75.9-76.7, 16384 x 8192 50.9 / 54.4-55.0. So there the lane
-/// would pay only from an object's second factorization of the shape in a row (`again`, as FP64 below 2^27 entries);
-/// not done yet: that default has not run in the GPU tests.
+/// pays only from an object's second factorization of the shape in a row (`again`, as FP64 below 2^27 entries): from
+/// kLookaheadFp16x3MinDim, and from the first factorization at kLookaheadFp16x3FirstDim.
 constexpr std::ptrdiff_t kLookaheadFp64MinDim = 8192;
 constexpr std::ptrdiff_t kLookaheadFp64FirstElements = std::ptrdiff_t(1) << 27;
-constexpr std::ptrdiff_t kLookaheadFp16x3MinDim = 16384;
+constexpr std::ptrdiff_t kLookaheadFp16x3MinDim = 8192, kLookaheadFp16x3FirstDim = 16384;
 inline bool lookaheadLanesFromEnv() { return std::getenv("TCQR_LOOKAHEAD") != nullptr; }
 inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bool again) {
   if (const char* v = std::getenv("TCQR_LOOKAHEAD")) return std::max(0, std::atoi(v));
   if (mode == Precision::FP64 && std::min(m, n) >= kLookaheadFp64MinDim &&
       (again || m * n >= kLookaheadFp64FirstElements))
     return 2;
-  if (mode == Precision::FP16x3 && std::min(m, n) >= kLookaheadFp16x3MinDim) return 1;
+  if (mode == Precision::FP16x3 && std::min(m, n) >= kLookaheadFp16x3MinDim &&
+      (again || std::min(m, n) >= kLookaheadFp16x3FirstDim))
+    return 1;
   return 0;
 }
 /// (-1: half the device's multiprocessors, where the measured gains were; CudaContext::fillLanes.)

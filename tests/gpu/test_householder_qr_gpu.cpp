@@ -732,6 +732,67 @@ TEST_SUITE("gpu") {
     CHECK(cudaGetLastError() == cudaSuccess);
   }
 
+  // Below 16384 rows or columns (from 8192) FP16x3's lane comes with an object's second factorization of the shape in
+  // a row (Tunables.hpp lookaheadLanes): a new object per call runs without it.
+  TEST_CASE("[Cuda] FP16x3 8192^2: the default look-ahead lane from an object's second factorization") {
+    TCQR_RANDOM_SEED();
+    using MF = Eigen::MatrixXf;
+    tcqr::releaseCachedDeviceMemory();
+    if (freeDeviceMemory() < (size_t(12) << 30)) {
+      MESSAGE("skipped: needs 12 GiB of free device memory");
+      return;
+    }
+    const tcqr_test::ScopedEnv lanes("TCQR_LOOKAHEAD"), green("TCQR_LANES_GREEN");
+    lanes.unset();
+    green.unset();
+    const Index n = 8192;
+    const MF D = tcqr_test::uniformMatrix<float>(n, n);
+    const Eigen::VectorXf b = Eigen::VectorXf::Random(n);
+    auto solveError = [&](const Eigen::TensorCoreHouseholderQR<MF>& qr) {
+      const Eigen::VectorXd x = qr.solve(b).cast<double>();
+      const Eigen::VectorXd r = D.cast<double>() * x - b.cast<double>();
+      return r.norm() / (D.cast<double>().norm() * x.norm() + b.cast<double>().norm());
+    };
+    const long refused0 = tcqr::detail::greenContextFailures();
+    std::vector<long> made;
+    {
+      Eigen::TensorCoreHouseholderQR<MF> qr;
+      qr.setBackend(Backend::Cuda);
+      for (int call = 0; call < 3; ++call) {
+        INFO("call " << call);
+        const long streams = tcqr::detail::greenLaneStreams();
+        qr.compute(D);
+        REQUIRE(qr.info() == Eigen::Success);
+        CHECK(qr.activePrecision() == tcqr::Precision::FP16x3);
+        made.push_back(tcqr::detail::greenLaneStreams() - streams);
+        CHECK(tcqr_test::report("solve backward error", solveError(qr)) <= 2e-6);
+      }
+    }
+    // A new object (it takes over the kept state): its first factorization of the shape has no lane.
+    {
+      Eigen::TensorCoreHouseholderQR<MF> fresh;
+      fresh.setBackend(Backend::Cuda);
+      const long streams = tcqr::detail::greenLaneStreams();
+      fresh.compute(D);
+      REQUIRE(fresh.info() == Eigen::Success);
+      CHECK(tcqr::detail::greenLaneStreams() == streams);
+    }
+    const long refused = tcqr::detail::greenContextFailures() - refused0;
+    int device = 0, major = 0;
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+    REQUIRE(made.size() == 3);
+    CHECK(made[0] == 0);
+    if (major < 9 || refused > 0) {
+      MESSAGE("no default lane here (sm_" << major << "x, green contexts refused: " << refused << ")");
+      CHECK(made[1] == 0);
+      return;
+    }
+    CHECK(made[1] == 1);
+    CHECK(made[2] == 0);  // (kept by the object)
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+
   TEST_CASE("[Cuda] Backend::Auto picks the device for 1024 x 1024 and the host for small problems") {
     TCQR_RANDOM_SEED();
     using M = Eigen::MatrixXf;

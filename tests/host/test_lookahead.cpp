@@ -192,11 +192,15 @@ TEST_CASE("look-ahead lanes: the defaults by mode and shape (Tunables.hpp lookah
   CHECK(lookaheadLanes(Precision::FP64, 8192, 8192, false) == 0);
   CHECK(lookaheadLanes(Precision::FP64, 16384, 8192, false) == 2);
   CHECK(lookaheadLanes(Precision::FP64, 131072, 2048, true) == 0);
-  // FP16x3: one lane from 16384 rows and columns, from the first factorization.
+  // FP16x3: one lane from 16384 rows and columns from the first factorization, from 8192 from the second in a row.
   CHECK(lookaheadLanes(Precision::FP16x3, 16384, 16384, false) == 1);
   CHECK(lookaheadLanes(Precision::FP16x3, 65536, 16384, false) == 1);
   CHECK(lookaheadLanes(Precision::FP16x3, 16384, 65536, false) == 1);
-  CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, true) == 0);
+  CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, false) == 0);
+  CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, true) == 1);
+  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 8192, false) == 0);
+  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 8192, true) == 1);
+  CHECK(lookaheadLanes(Precision::FP16x3, 4096, 4096, true) == 0);
   CHECK(lookaheadLanes(Precision::FP16x3, 131072, 2048, true) == 0);
   for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
     CHECK(lookaheadLanes(p, 32768, 32768, true) == 0);
