@@ -232,7 +232,8 @@ constexpr bool kSplitSums = sizeof(S) == 8 && R >= 3;
 /// columns rotate left by kPanelWindow (32 moves per row): logical column k sits in register (k - off) & 31, off =
 /// the columns rotated away so far. Measured per panel at 16384^2 TF32 (H100, TCQR_TRACE): windows of 4 columns
 /// 104.5 us, 2 columns 94.4 us, 1 column 90.3 us (ncu at 4 columns: half the stall cycles per instruction were
-/// waiting for an instruction fetch or at a barrier).
+/// waiting for an instruction fetch or at a barrier). On the H200 (2026-11-29) a window of 2 was again slower: 126.0
+/// against 112.6 us per double panel of 16384^2, 82.1 against 72.6 per FP16x3 panel.
 template <typename S, int R, int RS, bool kAsync>
 __global__ void __launch_bounds__(kPanelThreads, 1)
     householderPanelKernel(S* __restrict__ A, Index lda, int m, int n, S* __restrict__ tau, S* __restrict__ T,
@@ -451,15 +452,28 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
       buf ^= 1;
       tauPrev = tj;
       zOff = off;
-      // The update of the columns right of j: registers jj + 1 .. lim - 1.
+      // The update of the columns right of j: registers jj + 1 .. lim - 1, in groups of 8 registers (warp-uniform
+      // exits between groups). Inside a group, registers q >= lim (columns left of the current one, or beyond n) get
+      // c = 0, which leaves them as they are (up to the sign of a zero), instead of an exit at every register: the
+      // exit after each register made every shuffle wait for the previous register's update (shuffle, multiply, FMAs
+      // and a branch, up to 31 times in a row per column; ncu, double 12288 x 32), while in a group the shuffles issue
+      // back to back. (Without the groups, every column updated all 31 registers: the double kernel then executed 15%
+      // more instructions and was no faster.) The shared-memory rows, whose addresses past lim would leave the row,
+      // keep the guard.
 #pragma unroll
-      for (int q = jj + 1; q < kPanelCols; ++q) {
-        if (q >= lim) break;
-        const S c = tj * __shfl_sync(0xffffffffu, tot, q);
+      for (int g = 0; g < kPanelCols; g += 8) {
+        if (g + 8 <= jj + 1) continue;  // (compile time)
+        if (g >= lim) break;
 #pragma unroll
-        for (int r = 0; r < R; ++r) a[r][q] = fma(-c, v[r], a[r][q]);
+        for (int q = (g > jj + 1 ? g : jj + 1); q < g + 8; ++q) {
+          const S t = __shfl_sync(0xffffffffu, tot, q);
+          const S c = q < lim ? tj * t : S(0);
 #pragma unroll
-        for (int r = 0; r < RS; ++r) atRight(r, q) = fma(-c, vs[r], atRight(r, q));
+          for (int r = 0; r < R; ++r) a[r][q] = fma(-c, v[r], a[r][q]);
+#pragma unroll
+          for (int r = 0; r < RS; ++r)
+            if (q < lim) atRight(r, q) = fma(-c, vs[r], atRight(r, q));
+        }
       }
       if (!next) {
         if (tWarp) tColumn(j, tot, tj, off);
