@@ -452,14 +452,17 @@ __global__ void __launch_bounds__(kPanelThreads, 1)
       buf ^= 1;
       tauPrev = tj;
       zOff = off;
-      // The update of the columns right of j: registers jj + 1 .. lim - 1, in groups of 8 registers (warp-uniform
-      // exits between groups). Inside a group, registers q >= lim (columns left of the current one, or beyond n) get
-      // c = 0, which leaves them as they are (up to the sign of a zero), instead of an exit at every register: the
+      // The update of the columns right of j: registers jj + 1 .. lim - 1, in groups of 8 registers (exits between
+      // groups; lim is the same in the whole cluster). Inside a group, registers q >= lim (columns left of the
+      // current one, or beyond n) get c = 0, which leaves them as they are (up to the sign of a zero) wherever v is
+      // finite, which it is for finite input (a non-finite v, from a non-finite column, also writes NaN into the
+      // finished reflectors those registers hold: results of such input are unspecified, info() says
+      // NumericalIssue), instead of an exit at every register: the
       // exit after each register made every shuffle wait for the previous register's update (shuffle, multiply, FMAs
-      // and a branch, up to 31 times in a row per column; ncu, double 12288 x 32), while in a group the shuffles issue
-      // back to back. (Without the groups, every column updated all 31 registers: the double kernel then executed 15%
-      // more instructions and was no faster.) The shared-memory rows, whose addresses past lim would leave the row,
-      // keep the guard.
+      // and a branch, up to 31 times in a row per column; ncu, double 12288 x 32), while in a group the shuffles do not
+      // depend on each other (not checked in the SASS; the panels' times below are what was measured). (Without the groups, every column updated all 31 registers: the double kernel then executed 15%
+      // more instructions and was no faster.) The shared-memory rows keep the guard: past 32 - off an address would
+      // reach the next row's entries.
 #pragma unroll
       for (int g = 0; g < kPanelCols; g += 8) {
         if (g + 8 <= jj + 1) continue;  // (compile time)
