@@ -83,6 +83,22 @@ double uniformKappaBound(Index m, Index n) {
   return 2.0 * (1.0 + r) / (1.0 - r);
 }
 
+/// The current device's compute capability major (the lane tests: green contexts need sm_90 and later).
+int computeCapabilityMajor() {
+  int device = 0, major = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+  return major;
+}
+
+/// The normwise backward error |D x - b| / (|D| |x| + |b|) of x = qr.solve(b), in double.
+template <class QR, class M, class V>
+double solveBackwardError(const QR& qr, const M& D, const V& b) {
+  const Eigen::VectorXd x = qr.solve(b).template cast<double>();
+  const Eigen::VectorXd r = D.template cast<double>() * x - b.template cast<double>();
+  return r.norm() / (D.template cast<double>().norm() * x.norm() + b.template cast<double>().norm());
+}
+
 }  // namespace
 
 TCQR_GPU_TEST_MAIN()
@@ -581,9 +597,7 @@ TEST_SUITE("gpu") {
     INFO("device memory held: " << (plainBytes >> 20) << " MiB without lanes, " << (laneBytes >> 20) << " with");
     // The same products in other column splits (the lanes' share of each trailing update): at most a reordering.
     CHECK(tcqr_test::report("lanes against none", tcqr_test::relativeDifference(withLanes, plain)) <= 1e-9);
-    int device = 0, major = 0;
-    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-    REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+    const int major = computeCapabilityMajor();
     REQUIRE(made.size() == 2);
     CHECK(made[0] == 0);  // an object's first factorization of a shape below 2^27 entries: no lanes
     if (major < 9 || refused > 0) {
@@ -658,12 +672,7 @@ TEST_SUITE("gpu") {
     const Index n = 16384;
     const MF D = tcqr_test::uniformMatrix<float>(n, n);
     const Eigen::VectorXf b = Eigen::VectorXf::Random(n);
-    // The solve's normwise backward error |D x - b| / (|D| |x| + |b|), in double.
-    auto solveError = [&](const Eigen::TensorCoreHouseholderQR<MF>& qr) {
-      const Eigen::VectorXd x = qr.solve(b).cast<double>();
-      const Eigen::VectorXd r = D.cast<double>() * x - b.cast<double>();
-      return r.norm() / (D.cast<double>().norm() * x.norm() + b.cast<double>().norm());
-    };
+    auto solveError = [&](const Eigen::TensorCoreHouseholderQR<MF>& qr) { return solveBackwardError(qr, D, b); };
     // A new object's first factorization: the device memory it holds then, the lane streams it made, its error.
     auto factor = [&](size_t* bytes, long* made, double* error) {
       tcqr::releaseCachedDeviceMemory();
@@ -693,9 +702,7 @@ TEST_SUITE("gpu") {
     // FP32-class accuracy either way (measured about 1e-7 at 4096^2; float's unit roundoff is 6e-8).
     CHECK(tcqr_test::report("solve backward error without the lane", plainError) <= 2e-6);
     CHECK(tcqr_test::report("solve backward error with the lane", laneError) <= 2e-6);
-    int device = 0, major = 0;
-    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-    REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+    const int major = computeCapabilityMajor();
     if (major < 9 || refused > 0) {
       MESSAGE("no default lane here (sm_" << major << "x, green contexts refused: " << refused << ")");
       CHECK(made == 0);
@@ -748,11 +755,7 @@ TEST_SUITE("gpu") {
     const Index n = 8192;
     const MF D = tcqr_test::uniformMatrix<float>(n, n);
     const Eigen::VectorXf b = Eigen::VectorXf::Random(n);
-    auto solveError = [&](const Eigen::TensorCoreHouseholderQR<MF>& qr) {
-      const Eigen::VectorXd x = qr.solve(b).cast<double>();
-      const Eigen::VectorXd r = D.cast<double>() * x - b.cast<double>();
-      return r.norm() / (D.cast<double>().norm() * x.norm() + b.cast<double>().norm());
-    };
+    auto solveError = [&](const Eigen::TensorCoreHouseholderQR<MF>& qr) { return solveBackwardError(qr, D, b); };
     const long refused0 = tcqr::detail::greenContextFailures();
     std::vector<long> made;
     {
@@ -778,9 +781,7 @@ TEST_SUITE("gpu") {
       CHECK(tcqr::detail::greenLaneStreams() == streams);
     }
     const long refused = tcqr::detail::greenContextFailures() - refused0;
-    int device = 0, major = 0;
-    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-    REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+    const int major = computeCapabilityMajor();
     REQUIRE(made.size() == 3);
     CHECK(made[0] == 0);
     if (major < 9 || refused > 0) {
