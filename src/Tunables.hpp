@@ -288,7 +288,7 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns
-/// (and for FP16x3 from 16384, below):
+/// (and for FP16x3 from 16384, from 8192 from an object's second factorization of the shape; below):
 /// two lanes on a green context of three quarters of the SMs (lookaheadGreenSMs), replayed from graphs, with the
 /// one-kernel panels at the greatest stream priority (docs/DESIGN.md "Look-ahead"). H200, qr_bench medians of 7, same
 /// build, lanes off / on (bench/results/logs/2026-11-28-h200-lookahead-green.log): FP64 8192^2 46.30 / 43.82 ms,
