@@ -122,7 +122,8 @@ class CudaContext {
   /// workspaces sized by reserveLanes): non-blocking streams of the state's green context where there is one
   /// (greenLaneStream; else plain streams), each with its own cuBLAS handle (math mode and emulation strategy as
   /// blas(); an explicit workspace of its own when graphs are on) whose GEMMs may use all but `reserveSMs`
-  /// multiprocessors (cublasSetSmCountTarget; negative: half of them; clamped to leave the lanes at least one), so
+  /// multiprocessors (cublasSetSmCountTarget; -1: half of them, -2: those outside the green context, half where there
+  /// is none; clamped to leave the lanes at least one), so
   /// that the main lane's panel kernels and GEMMs find free ones (bench/overlap_probe: with every SM taken, a TF32 GEMM
   /// let 10% of a chain of panels run beside it, with 16 left free 80%). The lanes' own small kernels are not limited.
   /// Fork/join events and GEMM workspaces of its own. Also sets ops.panelPriority (the panels beside the lanes'
@@ -132,13 +133,14 @@ class CudaContext {
   void fillLanes(CudaOps<S>& ops, int count, int reserveSMs) const {
     count = std::min(count, kMaxLanes);
     if (count <= 0) return;
-    const int reserve = std::min(reserveSMs < 0 ? m_sms / 2 : reserveSMs, m_sms - 1);
-    const int target = reserve > 0 ? m_sms - reserve : 0;  // 0: no limit
     for (int q = 0; q < count; ++q) {
       CudaLane& l = m_lanes[static_cast<size_t>(q)];
       if (!l.stream) createLane(l, q);
-      TCQR_CHECK(cublasSetSmCountTarget(l.blas, target));
     }
+    if (reserveSMs == -2) reserveSMs = m_green != nullptr && m_greenSMs > 0 ? m_sms - m_greenSMs : -1;
+    const int reserve = std::min(reserveSMs < 0 ? m_sms / 2 : reserveSMs, m_sms - 1);
+    const int target = reserve > 0 ? m_sms - reserve : 0;  // 0: no limit
+    for (int q = 0; q < count; ++q) TCQR_CHECK(cublasSetSmCountTarget(m_lanes[static_cast<size_t>(q)].blas, target));
     ops.laneTable = m_lanes.data();
     ops.laneCount = count;
     ops.panelPriority = greatestPriority();  // (placed before the lanes' queued GEMM blocks)
@@ -235,6 +237,7 @@ class CudaContext {
     if (m_green) greenApi().destroy(m_green);
 #endif
     m_green = nullptr;
+    m_greenSMs = 0;
     m_greenFailed = false;
   }
   /// The device's greatest stream priority (for the panel kernels beside the lanes' GEMMs).
@@ -347,8 +350,9 @@ class CudaContext {
 #endif
   }
 #if CUDA_VERSION >= 13000
-  /// m_green: lookaheadGreenSMs multiprocessors of m_device (-1: three quarters, rounded down to the split's
-  /// granularity). Sets m_greenFailed where the driver refuses, unless for lack of memory (tried again next time).
+  /// m_green: lookaheadGreenSMs multiprocessors of m_device (-1: laneGreenSMs, all but kLookaheadMainSMs rounded down
+  /// to the split's granularity). Sets m_greenFailed where the driver refuses, unless for lack of memory (tried again
+  /// next time).
   void makeGreenContext() const {
     const GreenApi& api = greenApi();
     CUdevResource all{}, group{}, rest{};
@@ -359,7 +363,7 @@ class CudaContext {
     if (r == CUDA_SUCCESS) {
       const unsigned align = std::max(1u, all.sm.smCoscheduledAlignment);
       const int want = lookaheadGreenSMs();
-      const unsigned count = want > 0 ? unsigned(want) : (all.sm.smCount * 3 / 4) / align * align;
+      const unsigned count = want > 0 ? unsigned(want) : laneGreenSMs(all.sm.smCount, align);
       r = count > 0 && count < all.sm.smCount ? api.split(&group, &groups, &all, &rest, 0, count)
                                                : CUDA_ERROR_INVALID_VALUE;
       if (r == CUDA_SUCCESS && groups != 1) r = CUDA_ERROR_INVALID_VALUE;
@@ -368,6 +372,7 @@ class CudaContext {
     }
     if (r == CUDA_SUCCESS) {
       m_green = g;
+      m_greenSMs = static_cast<int>(group.sm.smCount);
     } else if (r != CUDA_ERROR_OUT_OF_MEMORY) {
       m_greenFailed = true;
       ++g_greenContextFailures;
@@ -462,6 +467,7 @@ class CudaContext {
   mutable std::array<ConversionWork, kMaxLanes> m_lanePartials{};
   mutable std::array<DeviceBuffer<char>, kMaxLanes> m_laneBlasWorkspace{};  ///< the lanes' cuBLAS workspaces
   mutable CUgreenCtx m_green = nullptr;  ///< the lanes' green context (greenLaneStream)
+  mutable int m_greenSMs = 0;            ///< its multiprocessors
   mutable bool m_greenFailed = false;    ///< it could not be made: plain streams until releaseLanes
   mutable std::unique_ptr<OpTrace> m_trace;  ///< TCQR_TRACE=1 only
 };

@@ -335,23 +335,41 @@ inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bo
     return 1;
   return 0;
 }
-/// (-1: half the device's multiprocessors, where the measured gains were; CudaContext::fillLanes.)
+/// The multiprocessors the lanes' cuBLAS handles leave out of their GEMMs' sizing (cublasSetSmCountTarget, the device's
+/// count minus this; CudaContext::fillLanes). -1: half the device's; -2: those outside the lanes' green context (the
+/// handles then size their GEMMs for the whole context; half where the lanes have none), FP64's default since
+/// 2026-11-29. With the green context of 112 SMs (lookaheadGreenSMs), H200, qr_bench medians of 5, one process each,
+/// alternating, FP64 reserve 66 (half) / 20 (-2) (bench/results/logs/2026-11-29-h200-lookahead-window.log, runs 3-4):
+/// 16384^2 179.75 / 174.5-174.7 ms (reserve 36: 176.5), and against the green context of 96 with reserve 66 before:
+/// 16384^2 181.5-183.0 / 174.5-174.9, 12288^2 94.3-94.9 / 91.0-91.3, 65536 x 8192 252.0-256.1 / 246.9-249.1, 8192 x
+/// 16384 69.7 / 68.2-69.0, 8192^2 41.7 / 41.3-41.6, 16384 x 8192 70.7-70.8 both. FP16x3 lost with it (16384^2 111.4
+/// against 109.6-109.7 with reserve 66 on the same context; 12288^2 67.7 against 66.8-67.2) and keeps half.
 inline int lookaheadReserveSMs(Precision mode) {
   if (const char* v = std::getenv("TCQR_LOOKAHEAD_RESERVE")) return std::max(0, std::atoi(v));
-  (void)mode;
-  return -1;
+  return mode == Precision::FP64 ? -2 : -1;
 }
 /// Multiprocessors of the green context whose streams the lanes use (CudaContext::createLane), so that the lanes'
 /// GEMMs leave whole GPU processing clusters to the main lane: the panel kernel is one thread-block cluster of up to
 /// 16 blocks, one per SM, which cannot start until one cluster's SMs are all free, and GEMM blocks on every SM kept it
 /// waiting (plain streams at the H200 run above: FP64 16384^2 197.9-198.2 ms against 189.4-190.4 on the green
-/// context, FP16x3 118.1-120.4 against 113.6-113.7). -1: three quarters of the device's SMs, rounded down to the
-/// split's granularity (96 of 132; 112 measured the same, 80 and 64 less well in FP16x3); 0: no green context, and
-/// then no default lanes (CudaQRState::allocate; lanes forced by TCQR_LOOKAHEAD run on plain streams).
-/// TCQR_LANES_GREEN=<SMs> overrides it.
+/// context, FP16x3 118.1-120.4 against 113.6-113.7). -1: all but kLookaheadMainSMs of the device's SMs
+/// (laneGreenSMs; 112 of 132), 0: no green context, and then no default lanes (CudaQRState::allocate; lanes forced by
+/// TCQR_LOOKAHEAD run on plain streams). TCQR_LANES_GREEN=<SMs> overrides it.
 inline int lookaheadGreenSMs() {
   if (const char* v = std::getenv("TCQR_LANES_GREEN")) return std::max(0, std::atoi(v));
   return -1;
+}
+/// The SMs the default green context leaves to the main lane: one panel cluster of 16 and a few for its small
+/// kernels. Until 2026-11-29 the context was three quarters of the device (96 of 132, 36 left); 112 gained in FP64
+/// together with the reserve above (-2) and measured the same in FP16x3 with its reserve of half (16384^2 109.6-109.7
+/// against 109.2-110.0 ms, 12288^2 66.8-67.2 against 66.6-66.9; same log, run 4); 120 (12 left) was no better in FP64
+/// (174.7 ms with reserve 20, 177.5 with 12) and lost in FP16x3 (112.8).
+constexpr unsigned kLookaheadMainSMs = 20;
+/// The default green context's SMs on a device of `sms` SMs whose split granularity is `align`: all but
+/// kLookaheadMainSMs (three quarters on devices of fewer than 2 kLookaheadMainSMs), rounded down to the granularity.
+inline unsigned laneGreenSMs(unsigned sms, unsigned align) {
+  const unsigned count = sms >= 2 * kLookaheadMainSMs ? sms - kLookaheadMainSMs : sms * 3 / 4;
+  return count / std::max(1u, align) * std::max(1u, align);
 }
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).

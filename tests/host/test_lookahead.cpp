@@ -210,6 +210,26 @@ TEST_CASE("look-ahead lanes: the defaults by mode and shape (Tunables.hpp lookah
   CHECK(lookaheadLanes(Precision::FP64, 16384, 16384, true) == 0);
 }
 
+TEST_CASE("look-ahead lanes: the green context's SMs and the lanes' GEMM sizing (Tunables.hpp)") {
+  using tcqr::Precision;
+  using tcqr::detail::laneGreenSMs;
+  using tcqr::detail::lookaheadReserveSMs;
+  // All but 20 SMs, rounded down to the split's granularity; three quarters on a small device.
+  CHECK(laneGreenSMs(132, 8) == 112);
+  CHECK(laneGreenSMs(132, 1) == 112);
+  CHECK(laneGreenSMs(114, 8) == 88);
+  CHECK(laneGreenSMs(30, 2) == 22);
+  CHECK(laneGreenSMs(30, 0) == 22);
+  // FP64's lanes size their GEMMs for the whole green context (-2), the other modes for half the device (-1).
+  const tcqr_test::ScopedEnv reserve("TCQR_LOOKAHEAD_RESERVE");
+  reserve.unset();
+  CHECK(lookaheadReserveSMs(Precision::FP64) == -2);
+  CHECK(lookaheadReserveSMs(Precision::FP16x3) == -1);
+  CHECK(lookaheadReserveSMs(Precision::FP32) == -1);
+  reserve.set("36");
+  CHECK(lookaheadReserveSMs(Precision::FP64) == 36);
+}
+
 TEST_CASE("look-ahead lanes: scratch of each lane from the column tree") {
   using tcqr::detail::kMaxLanes;
   Eigen::Index need[kMaxLanes];
