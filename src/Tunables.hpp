@@ -289,7 +289,8 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns
 /// (and for FP16x3 from 16384, from 8192 from an object's second factorization of the shape; below):
-/// two lanes on a green context of three quarters of the SMs (lookaheadGreenSMs), replayed from graphs, with the
+/// two lanes on a green context of most of the SMs (lookaheadGreenSMs; three quarters when measured here), replayed
+/// from graphs, with the
 /// one-kernel panels at the greatest stream priority (docs/DESIGN.md "Look-ahead"). H200, qr_bench medians of 7, same
 /// build, lanes off / on (bench/results/logs/2026-11-28-h200-lookahead-green.log): FP64 8192^2 46.30 / 43.82 ms,
 /// 16384^2 204.77 / 189.38, 65536 x 8192 255.59 / 241.80, 131072 x 2048 48.47 / 47.35, 524288 x 512 21.52 / 21.36,
@@ -337,13 +338,17 @@ inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bo
 }
 /// The multiprocessors the lanes' cuBLAS handles leave out of their GEMMs' sizing (cublasSetSmCountTarget, the device's
 /// count minus this; CudaContext::fillLanes). -1: half the device's; -2: those outside the lanes' green context (the
-/// handles then size their GEMMs for the whole context; half where the lanes have none), FP64's default since
-/// 2026-11-29. With the green context of 112 SMs (lookaheadGreenSMs), H200, qr_bench medians of 5, one process each,
-/// alternating, FP64 reserve 66 (half) / 20 (-2) (bench/results/logs/2026-11-29-h200-lookahead-window.log, runs 3-4):
-/// 16384^2 179.75 / 174.5-174.7 ms (reserve 36: 176.5), and against the green context of 96 with reserve 66 before:
-/// 16384^2 181.5-183.0 / 174.5-174.9, 12288^2 94.3-94.9 / 91.0-91.3, 65536 x 8192 252.0-256.1 / 246.9-249.1, 8192 x
-/// 16384 69.7 / 68.2-69.0, 8192^2 41.7 / 41.3-41.6, 16384 x 8192 70.7-70.8 both. FP16x3 lost with it (16384^2 111.4
-/// against 109.6-109.7 with reserve 66 on the same context; 12288^2 67.7 against 66.8-67.2) and keeps half.
+/// handles then size their GEMMs for the whole context, 112 SMs by default; half where the lanes have none), FP64's
+/// default since 2026-11-29. H200, qr_bench medians of 5, one process each, alternating
+/// (bench/results/logs/2026-11-29-h200-lookahead-window.log, runs 2-4), FP64 16384^2 by context / reserve: 96 / 66
+/// (the defaults before) 181.5-182.9 ms, 96 / 36 179.7, 112 / 66 179.8, 112 / 36 176.5, 112 / 20 174.5-174.9, 120 / 20
+/// 174.7, 120 / 12 177.5, 128 / 4 176.1: what paid was a target of about 112 SMs on a context of 112-120, not a
+/// target equal to any context (so with another TCQR_LANES_GREEN, set TCQR_LOOKAHEAD_RESERVE too; measured on the
+/// H200 only). 112 / 20 against 96 / 66 on the other FP64 lane shapes: 12288^2 91.0-91.3 against 94.3-94.9, 65536 x
+/// 8192 246.9-249.1 against 252.0-256.1, 8192 x 16384 68.2-69.0 against 69.7-69.8, 8192^2 41.3-41.6 against 41.7,
+/// 16384 x 8192 70.7-70.8 both. FP16x3 lost with it (16384^2 111.4 against 109.6-109.7 with reserve 66 on the same
+/// context; 12288^2 67.7 against 66.8-67.2) and keeps half. (TCQR_LOOKAHEAD_RESERVE takes counts only: -1 and -2 are
+/// the defaults' own.)
 inline int lookaheadReserveSMs(Precision mode) {
   if (const char* v = std::getenv("TCQR_LOOKAHEAD_RESERVE")) return std::max(0, std::atoi(v));
   return mode == Precision::FP64 ? -2 : -1;
@@ -359,8 +364,8 @@ inline int lookaheadGreenSMs() {
   if (const char* v = std::getenv("TCQR_LANES_GREEN")) return std::max(0, std::atoi(v));
   return -1;
 }
-/// The SMs the default green context leaves to the main lane: one panel cluster of 16 and a few for its small
-/// kernels. Until 2026-11-29 the context was three quarters of the device (96 of 132, 36 left); 112 gained in FP64
+/// The SMs the default green context leaves to the main lane, meant as room for one panel cluster of 16 and the small
+/// kernels (measured, not derived: the split promises nothing about where the remaining SMs lie). Until 2026-11-29 the context was three quarters of the device (96 of 132, 36 left); 112 gained in FP64
 /// together with the reserve above (-2) and measured the same in FP16x3 with its reserve of half (16384^2 109.6-109.7
 /// against 109.2-110.0 ms, 12288^2 66.8-67.2 against 66.6-66.9; same log, run 4); 120 (12 left) was no better in FP64
 /// (174.7 ms with reserve 20, 177.5 with 12) and lost in FP16x3 (112.8).
