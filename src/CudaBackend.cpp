@@ -652,6 +652,7 @@ class CudaQRState final : public QRState<S> {
     // the panels' priority comes with a count above 0) and workspaces. (Not their cuBLAS workspaces, which do not
     // change while the lanes live: whatever ends the lanes drops the graphs.)
     key.push_back(std::uintptr_t(ops.laneCount));
+    key.push_back(std::uintptr_t(ops.laneCount > 0 && mainLanePriority()));
     key.push_back(std::uintptr_t(lookaheadReserveSMs(ops.mode) + 1));
     for (int q = 0; q < ops.laneCount; ++q) {
       const CudaLane& l = ops.laneTable[q];
@@ -689,6 +690,23 @@ class CudaQRState final : public QRState<S> {
   void factorQueued(const CudaOps<S>& ops, const std::vector<char>& identity, S* colScale, bool scaled) {
     auto queue = [&] {
       CudaOps<S> o = ops;  // (each run from the same ops)
+      // With lanes, the main lane's work on the greatest-priority stream (mainLanePriority), joined back into the
+      // object's stream however factor() leaves (it joins the lanes into o.stream first, also when it throws).
+      struct MainLane {
+        const CudaContext* ctx = nullptr;
+        ~MainLane() {
+          if (!ctx) return;
+          try {
+            ctx->joinMainLane();
+          } catch (...) {  // (an error in flight stays the one reported)
+          }
+        }
+      } mainLane;
+      if (o.laneCount > 0 && mainLanePriority()) {
+        m_ctx.forkMainLane();
+        mainLane.ctx = &m_ctx;
+        o.stream = m_ctx.mainLaneStream();
+      }
       factor(o, viewA(), m_tau.get(), viewT(), nb(), panelKind(), m_scratch.get(), colScale,
              identity.empty() ? nullptr : identity.data(), &m_blocks, scaled);
     };

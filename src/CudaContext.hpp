@@ -82,6 +82,30 @@ class CudaContext {
     return m_ownStream;
   }
 
+  /// The main lane's stream beside the look-ahead lanes (mainLanePriority): non-blocking, at the device's greatest
+  /// priority, created on first use; joined into stream() around each use (MainLaneStream in CudaBackend.cpp).
+  cudaStream_t mainLaneStream() const {
+    if (!m_mainLane) {
+      TCQR_CHECK(cudaStreamCreateWithPriority(&m_mainLane, cudaStreamNonBlocking, greatestPriority()));
+      TCQR_CHECK(cudaEventCreateWithFlags(&m_mainLaneFork, cudaEventDisableTiming));
+      TCQR_CHECK(cudaEventCreateWithFlags(&m_mainLaneJoin, cudaEventDisableTiming));
+    }
+    return m_mainLane;
+  }
+  /// Queues work on mainLaneStream() from here: it waits for what stream() holds, and the handles run on it.
+  void forkMainLane() const {
+    const cudaStream_t t = mainLaneStream();
+    TCQR_CHECK(cudaEventRecord(m_mainLaneFork, stream()));
+    TCQR_CHECK(cudaStreamWaitEvent(t, m_mainLaneFork, 0));
+    bindHandles(t);
+  }
+  /// The reverse of forkMainLane: stream() waits for mainLaneStream()'s work and the handles run on stream() again.
+  void joinMainLane() const {
+    TCQR_CHECK(cudaEventRecord(m_mainLaneJoin, m_mainLane));
+    TCQR_CHECK(cudaStreamWaitEvent(stream(), m_mainLaneJoin, 0));
+    bindHandles(stream());
+  }
+
   /// Runs on `s` from now on (null: the own stream). Work queued on the old stream completes first, since work on
   /// the new one may touch the same buffers.
   void setStream(cudaStream_t s) {
@@ -96,6 +120,7 @@ class CudaContext {
   void synchronize() const {
     DeviceGuard g(m_device);
     TCQR_CHECK(cudaStreamSynchronize(stream()));
+    if (m_mainLane) TCQR_CHECK(cudaStreamSynchronize(m_mainLane));
     for (const CudaLane& l : m_lanes)
       if (l.stream) TCQR_CHECK(cudaStreamSynchronize(l.stream));
   }
@@ -105,6 +130,7 @@ class CudaContext {
   void synchronizeNoThrow() const noexcept {
     if (m_userStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_userStream));
     if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_ownStream));
+    if (m_mainLane) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(m_mainLane));
     // Normally joined into stream() already; not after a computation that threw half-way.
     for (const CudaLane& l : m_lanes)
       if (l.stream) TCQR_CHECK_NOTHROW(cudaStreamSynchronize(l.stream));
@@ -418,21 +444,24 @@ class CudaContext {
   }
 
   void applyStream() {
-    TCQR_CHECK(cublasSetStream(m_blas, stream()));
+    if (graphReplayEnabled() && m_blasWorkspace.capacity() == 0) {
+      int major = 0;
+      TCQR_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_device));
+      m_blasWorkspace.reserve(Index(major >= 9 ? 32 : 4) << 20);
+    }
+    bindHandles(stream());
+  }
+  /// Points the main cuBLAS and cuSOLVER handles at stream t.
+  void bindHandles(cudaStream_t t) const {
+    TCQR_CHECK(cublasSetStream(m_blas, t));
     // An explicit workspace (cublasSetStream resets it to the default pool): captured into a graph (FactorGraph),
     // GEMMs on the default pool add memory nodes of their own (16384^2 FP16x3: 9666 nodes against 8024 with it),
     // which made the capture and the instantiation 1.6x slower (H200, bench/results/logs/2026-11-28-h200-graph-replay.log).
     // The size is NVIDIA's recommendation (cublasSetWorkspace: 32 MiB on Hopper, 4 MiB before). With TCQR_GRAPH=0
     // the handle keeps cuBLAS's own pool, as before graph replay.
-    if (graphReplayEnabled()) {
-      if (m_blasWorkspace.capacity() == 0) {
-        int major = 0;
-        TCQR_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_device));
-        m_blasWorkspace.reserve(Index(major >= 9 ? 32 : 4) << 20);
-      }
+    if (m_blasWorkspace.capacity() > 0)
       TCQR_CHECK(cublasSetWorkspace(m_blas, m_blasWorkspace.get(), size_t(m_blasWorkspace.capacity())));
-    }
-    TCQR_CHECK(cusolverDnSetStream(m_solver, stream()));
+    TCQR_CHECK(cusolverDnSetStream(m_solver, t));
   }
 
   void destroy() noexcept {
@@ -443,11 +472,16 @@ class CudaContext {
     if (m_blas) cublasDestroy(m_blas);
     m_blasWorkspace.release();
     if (m_ownStream) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_ownStream));
+    if (m_mainLane) TCQR_CHECK_NOTHROW(cudaStreamDestroy(m_mainLane));
+    if (m_mainLaneFork) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_mainLaneFork));
+    if (m_mainLaneJoin) TCQR_CHECK_NOTHROW(cudaEventDestroy(m_mainLaneJoin));
     m_ready = nullptr;
     m_params = nullptr;
     m_solver = nullptr;
     m_blas = nullptr;
     m_ownStream = nullptr;
+    m_mainLane = nullptr;
+    m_mainLaneFork = m_mainLaneJoin = nullptr;
   }
 
   int m_device = 0;
@@ -460,6 +494,8 @@ class CudaContext {
   mutable cudaStream_t m_ownStream = nullptr;
   cudaStream_t m_userStream = nullptr;
   cudaEvent_t m_ready = nullptr;  ///< orderAfterLegacyStream's event (created on first use)
+  mutable cudaStream_t m_mainLane = nullptr;  ///< mainLaneStream (created on first use)
+  mutable cudaEvent_t m_mainLaneFork = nullptr, m_mainLaneJoin = nullptr;
   cublasEmulationStrategy_t m_emulation = CUBLAS_EMULATION_STRATEGY_DEFAULT;
   // The look-ahead lanes (fillLanes), created on first use, and their GEMM workspaces.
   mutable std::array<CudaLane, kMaxLanes> m_lanes{};

@@ -376,6 +376,15 @@ inline unsigned laneGreenSMs(unsigned sms, unsigned align) {
   const unsigned count = sms >= 2 * kLookaheadMainSMs ? sms - kLookaheadMainSMs : sms * 3 / 4;
   return count / std::max(1u, align) * std::max(1u, align);
 }
+/// Whether a factorization with look-ahead lanes queues its main lane on a stream of the device's greatest priority
+/// (CudaContext::mainLaneStream), forked from and joined back into the object's stream, so that the block scheduler
+/// serves the critical path (panels, the window's GEMMs, the small products) before the lanes' queued GEMM blocks;
+/// until then only the panel kernels had that priority (CudaOps::panelPriority). TCQR_MAIN_PRIORITY=0 turns it off
+/// (for measurements; read on every factorization).
+inline bool mainLanePriority() {
+  const char* v = std::getenv("TCQR_MAIN_PRIORITY");
+  return v == nullptr || std::atoi(v) != 0;
+}
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).
 /// Read on every product (tests compare both ways in one process).

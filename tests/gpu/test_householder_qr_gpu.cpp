@@ -181,6 +181,43 @@ TEST_SUITE("gpu") {
     }
   }
 
+  // With lanes, the main lane runs on a stream of the greatest priority forked from the object's stream and joined
+  // back (Tunables.hpp mainLanePriority). Only the scheduling differs, so the factor, tau and a solve must be the
+  // same bits as with TCQR_MAIN_PRIORITY=0, queued directly and replayed from the graph (a missing fork or join
+  // would let the two streams race).
+  TEST_CASE_TEMPLATE("[Cuda] look-ahead: the main lane's priority stream changes no bit", T, float, double) {
+    TCQR_RANDOM_SEED();
+    using M = Mat<T>;
+    const tcqr_test::ScopedEnv lanes("TCQR_LOOKAHEAD"), priority("TCQR_MAIN_PRIORITY");
+    lanes.set("2");
+    const M A = tcqr_test::conditionedMatrix<T>(3000, 1100, tcqr_test::Spectrum::Geometric, 1e3);
+    const M b = tcqr_test::uniformMatrix<T>(3000, 3);
+    struct Run {
+      M qr, tau, x;
+    };
+    auto run = [&](const char* flag) {
+      priority.set(flag);
+      Eigen::TensorCoreHouseholderQR<M> qr;
+      qr.setBackend(Backend::Cuda);
+      std::vector<Run> runs;
+      for (int call = 0; call < 4; ++call) {  // directly, then captured and replayed (FactorGraph)
+        qr.compute(A);
+        REQUIRE(qr.info() == Eigen::Success);
+        runs.push_back(Run{qr.matrixQR(), qr.hCoeffs(), qr.solve(b)});
+      }
+      return runs;
+    };
+    const std::vector<Run> plain = run("0"), prioritized = run("1");
+    for (size_t i = 0; i < plain.size(); ++i) {
+      INFO("call " << i);
+      CHECK(prioritized[i].qr == plain[0].qr);
+      CHECK(prioritized[i].tau == plain[0].tau);
+      CHECK(prioritized[i].x == plain[0].x);
+      CHECK(plain[i].qr == plain[0].qr);
+    }
+    CHECK(tcqr_test::normalEquationsRatio<T>(A, plain[0].x, b) <= tcqr_test::kRatioBound);
+  }
+
   TEST_CASE_TEMPLATE("[Cuda] Host and CUDA backends agree", T, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
