@@ -652,7 +652,7 @@ class CudaQRState final : public QRState<S> {
     // the panels' priority comes with a count above 0) and workspaces. (Not their cuBLAS workspaces, which do not
     // change while the lanes live: whatever ends the lanes drops the graphs.)
     key.push_back(std::uintptr_t(ops.laneCount));
-    key.push_back(std::uintptr_t(ops.laneCount > 0 && mainLanePriority()));
+    key.push_back(std::uintptr_t(ops.laneCount > 0 && mainLanePriority(ops.mode)));
     key.push_back(std::uintptr_t(lookaheadReserveSMs(ops.mode) + 1));
     for (int q = 0; q < ops.laneCount; ++q) {
       const CudaLane& l = ops.laneTable[q];
@@ -702,7 +702,7 @@ class CudaQRState final : public QRState<S> {
           }
         }
       } mainLane;
-      if (o.laneCount > 0 && mainLanePriority()) {
+      if (o.laneCount > 0 && mainLanePriority(o.mode)) {
         m_ctx.forkMainLane();
         mainLane.ctx = &m_ctx;
         o.stream = m_ctx.mainLaneStream();

@@ -376,14 +376,17 @@ inline unsigned laneGreenSMs(unsigned sms, unsigned align) {
   const unsigned count = sms >= 2 * kLookaheadMainSMs ? sms - kLookaheadMainSMs : sms * 3 / 4;
   return count / std::max(1u, align) * std::max(1u, align);
 }
-/// Whether a factorization with look-ahead lanes queues its main lane on a stream of the device's greatest priority
-/// (CudaContext::mainLaneStream), forked from and joined back into the object's stream, so that the block scheduler
-/// serves the critical path (panels, the window's GEMMs, the small products) before the lanes' queued GEMM blocks;
-/// until then only the panel kernels had that priority (CudaOps::panelPriority). TCQR_MAIN_PRIORITY=0 turns it off
-/// (for measurements; read on every factorization).
-inline bool mainLanePriority() {
-  const char* v = std::getenv("TCQR_MAIN_PRIORITY");
-  return v == nullptr || std::atoi(v) != 0;
+/// Whether a factorization in `mode` with look-ahead lanes queues its main lane on a stream of the device's greatest
+/// priority (CudaContext::mainLaneStream), forked from and joined back into the object's stream, so that the block
+/// scheduler serves the critical path (panels, the window's GEMMs, the small products) before the lanes' queued GEMM
+/// blocks; otherwise only the panel kernels have that priority (CudaOps::panelPriority). On by default for FP16x3,
+/// where it gained; FP64 measured the same either way. H200, qr_bench medians of 5, one process each, off / on
+/// alternating (bench/results/logs/2026-11-29-h200-main-lane-priority-6f2139b.log): FP16x3 16384^2 109.9, 109.2 /
+/// 108.0, 108.1 ms; FP64 16384^2 176.0, 175.3 / 175.8, 176.8; FP64 12288^2 90.9, 90.8 / 91.0, 91.2.
+/// TCQR_MAIN_PRIORITY=0/1 overrides it (read on every factorization).
+inline bool mainLanePriority(Precision mode) {
+  if (const char* v = std::getenv("TCQR_MAIN_PRIORITY")) return std::atoi(v) != 0;
+  return mode == Precision::FP16x3;
 }
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).

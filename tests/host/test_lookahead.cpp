@@ -228,6 +228,17 @@ TEST_CASE("look-ahead lanes: the green context's SMs and the lanes' GEMM sizing 
   CHECK(lookaheadReserveSMs(Precision::FP32) == -1);
   reserve.set("36");
   CHECK(lookaheadReserveSMs(Precision::FP64) == 36);
+  // The main lane on its priority stream: FP16x3 by default, FP64 and the rest not; TCQR_MAIN_PRIORITY either way.
+  using tcqr::detail::mainLanePriority;
+  const tcqr_test::ScopedEnv priority("TCQR_MAIN_PRIORITY");
+  priority.unset();
+  CHECK(mainLanePriority(Precision::FP16x3));
+  CHECK(!mainLanePriority(Precision::FP64));
+  CHECK(!mainLanePriority(Precision::FP16));
+  priority.set("1");
+  CHECK(mainLanePriority(Precision::FP64));
+  priority.set("0");
+  CHECK(!mainLanePriority(Precision::FP16x3));
 }
 
 TEST_CASE("look-ahead lanes: scratch of each lane from the column tree") {
