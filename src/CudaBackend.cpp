@@ -691,24 +691,30 @@ class CudaQRState final : public QRState<S> {
     auto queue = [&] {
       CudaOps<S> o = ops;  // (each run from the same ops)
       // With lanes, the main lane's work on the greatest-priority stream (mainLanePriority), joined back into the
-      // object's stream however factor() leaves (it joins the lanes into o.stream first, also when it throws).
+      // object's stream however factor() leaves (it joins the lanes into o.stream first, also when it throws): by
+      // the guard while unwinding, where an error in flight stays the one reported, else in line, where a failed
+      // join is the error.
       struct MainLane {
         const CudaContext* ctx = nullptr;
         ~MainLane() {
           if (!ctx) return;
           try {
             ctx->joinMainLane();
-          } catch (...) {  // (an error in flight stays the one reported)
+          } catch (...) {
           }
         }
       } mainLane;
       if (o.laneCount > 0 && mainLanePriority(o.mode)) {
+        mainLane.ctx = &m_ctx;  // (armed first: a fork that fails half-way is joined too)
         m_ctx.forkMainLane();
-        mainLane.ctx = &m_ctx;
         o.stream = m_ctx.mainLaneStream();
       }
       factor(o, viewA(), m_tau.get(), viewT(), nb(), panelKind(), m_scratch.get(), colScale,
              identity.empty() ? nullptr : identity.data(), &m_blocks, scaled);
+      if (mainLane.ctx) {
+        mainLane.ctx = nullptr;
+        m_ctx.joinMainLane();
+      }
     };
     const cudaStream_t s = stream();
     if (!graphable(ops, s)) {

@@ -83,26 +83,54 @@ class CudaContext {
   }
 
   /// The main lane's stream beside the look-ahead lanes (mainLanePriority): non-blocking, at the device's greatest
-  /// priority, created on first use; joined into stream() around each use (MainLaneStream in CudaBackend.cpp).
+  /// priority, created on first use (with its fork and join events, all or none); forkMainLane and joinMainLane
+  /// bracket each use (factorQueued in CudaBackend.cpp).
   cudaStream_t mainLaneStream() const {
     if (!m_mainLane) {
-      TCQR_CHECK(cudaStreamCreateWithPriority(&m_mainLane, cudaStreamNonBlocking, greatestPriority()));
-      TCQR_CHECK(cudaEventCreateWithFlags(&m_mainLaneFork, cudaEventDisableTiming));
-      TCQR_CHECK(cudaEventCreateWithFlags(&m_mainLaneJoin, cudaEventDisableTiming));
+      cudaStream_t t = nullptr;
+      cudaEvent_t fork = nullptr, join = nullptr;
+      try {
+        TCQR_CHECK(cudaStreamCreateWithPriority(&t, cudaStreamNonBlocking, greatestPriority()));
+        TCQR_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+        TCQR_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+      } catch (...) {
+        if (join) TCQR_CHECK_NOTHROW(cudaEventDestroy(join));
+        if (fork) TCQR_CHECK_NOTHROW(cudaEventDestroy(fork));
+        if (t) TCQR_CHECK_NOTHROW(cudaStreamDestroy(t));
+        throw;
+      }
+      m_mainLane = t;
+      m_mainLaneFork = fork;
+      m_mainLaneJoin = join;
     }
     return m_mainLane;
   }
-  /// Queues work on mainLaneStream() from here: it waits for what stream() holds, and the handles run on it.
+  /// Queues work on mainLaneStream() from here: it waits for what stream() holds, and the handles run on it. Where
+  /// that fails half-way the handles are back on stream() (the caller joins as after a use).
   void forkMainLane() const {
     const cudaStream_t t = mainLaneStream();
-    TCQR_CHECK(cudaEventRecord(m_mainLaneFork, stream()));
-    TCQR_CHECK(cudaStreamWaitEvent(t, m_mainLaneFork, 0));
-    bindHandles(t);
+    try {
+      TCQR_CHECK(cudaEventRecord(m_mainLaneFork, stream()));
+      TCQR_CHECK(cudaStreamWaitEvent(t, m_mainLaneFork, 0));
+      bindHandles(t);
+    } catch (...) {
+      bindHandlesNoThrow(stream());
+      throw;
+    }
   }
-  /// The reverse of forkMainLane: stream() waits for mainLaneStream()'s work and the handles run on stream() again.
+  /// The reverse of forkMainLane: stream() waits for mainLaneStream()'s work, and the handles run on stream() again
+  /// whatever fails (a capture already invalidated fails the record; the handles must not stay on the lane, where a
+  /// later solve's products would race with its copies on stream()).
   void joinMainLane() const {
-    TCQR_CHECK(cudaEventRecord(m_mainLaneJoin, m_mainLane));
-    TCQR_CHECK(cudaStreamWaitEvent(stream(), m_mainLaneJoin, 0));
+    try {
+      if (m_mainLane) {
+        TCQR_CHECK(cudaEventRecord(m_mainLaneJoin, m_mainLane));
+        TCQR_CHECK(cudaStreamWaitEvent(stream(), m_mainLaneJoin, 0));
+      }
+    } catch (...) {
+      bindHandlesNoThrow(stream());
+      throw;
+    }
     bindHandles(stream());
   }
 
@@ -450,6 +478,12 @@ class CudaContext {
       m_blasWorkspace.reserve(Index(major >= 9 ? 32 : 4) << 20);
     }
     bindHandles(stream());
+  }
+  void bindHandlesNoThrow(cudaStream_t t) const noexcept {
+    try {
+      bindHandles(t);
+    } catch (...) {  // (an error in flight stays the one reported)
+    }
   }
   /// Points the main cuBLAS and cuSOLVER handles at stream t.
   void bindHandles(cudaStream_t t) const {
