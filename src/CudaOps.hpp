@@ -218,20 +218,7 @@ inline Index accumTiles(Index rows, Index cols) {
 /// 1.21-1.22e-6). Double only: in float the same switch cost FP32 1.5-2.3% at 4096^2 and 8192^2 and TF32x3 1% at
 /// 131072 x 2048 (`...-tn-sequential-float-72931ae.log`), so float keeps the batched partials (their double sums).
 /// TCQR_TN_SEQ_TILES=<t> sets the threshold for both (0: always the batched partials).
-/// Since 2026-11-29 those double results are not chunked at all by default: one DGEMM sums all k rows
-/// (tnSequentialChunks). On the H200 (bench/results/logs/2026-11-29-h200-fp64-accum-chunks.log) FP64 with fewer chunks
-/// measured faster and no less accurate: 16384^2 173.6 / 174.3 ms with 16 chunks, 171.7 / 173.1 with 8, 171.9 / 171.2
-/// with only the GPU-filling chunks (backward error 3.52e-15 against 3.58e-15, DGEQRF 5.33e-15), and issue 4's 4096^2
-/// table at 2.17-2.32e-15 with 16 chunks against 2.19-2.33e-15 with 8, 4 or only the GPU-filling ones (the bound:
-/// 2.5e-15). The chunks that made the difference on the H100 in 2026-11-26 (3.1e-15 against 4.6e-15) came before the
-/// merge caps and the compact WY form; whatever cuBLAS's DGEMM sums in one chain now stays within the bound.
 constexpr Index kTnSequentialTiles = 64;
-/// Whether gemmChunkedTN still chunks the double results of at least tnSequentialTiles tiles (one chunk after another
-/// through C) instead of leaving them to one DGEMM. TCQR_TN_SEQ_CHUNKS=1 restores the chunks (read once; measurements).
-inline bool tnSequentialChunks() {
-  static const bool v = envIndex("TCQR_TN_SEQ_CHUNKS", 0) != 0;
-  return v;
-}
 inline Index tnSequentialTiles(bool isDouble) {
   static const Index v = envIndex("TCQR_TN_SEQ_TILES", -1);  // (-1: unset)
   return v >= 0 ? v : (isDouble ? kTnSequentialTiles : 0);
@@ -456,16 +443,15 @@ struct CudaOps {
     return partials != nullptr && k / accumChunkFor(k, rows, cols, sms) >= 2;
   }
   /// C (rows x cols, ldc) = alpha A^T B + beta C with a k-long inner dimension, accumulated in chunks of
-  /// accumChunkFor(k, rows, cols, sms) rows with the partials in `partials` (gemmChunks). Returns false (nothing done)
-  /// where chunksTN does not hold, and for double results of at least kTnSequentialTiles tiles, which one DGEMM sums
-  /// (unless tnSequentialChunks: then their chunks run one after another through C).
+  /// accumChunkFor(k, rows, cols, sms) rows: one after another through C for double results of at least
+  /// kTnSequentialTiles tiles, else with the partials in `partials` (gemmChunks). Returns false (nothing done) where
+  /// chunksTN does not hold.
   template <class Batched, class Plain>
   bool gemmChunkedTN(Index rows, Index cols, Index k, S alpha, S beta, S* C, Index ldc, Batched batched, Plain plain) {
     if (!chunksTN(rows, cols, k)) return false;
     const Index kc = accumChunkFor(k, rows, cols, sms);
     const Index seq = tnSequentialTiles(std::is_same<S, double>::value);
     if (seq > 0 && accumTiles(rows, cols) >= seq) {
-      if (!tnSequentialChunks()) return false;  // one product over all k rows (see kTnSequentialTiles)
       // The chunks one after another, each accumulated into C (see kTnSequentialTiles).
       for (Index k0 = 0; k0 < k; k0 += kc) plain(0, cols, k0, std::min(kc, k - k0), k0 == 0 ? beta : S(1));
       return true;
