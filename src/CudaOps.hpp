@@ -367,11 +367,18 @@ struct CudaOps {
     o.pendingLanes = 0;
     o.trace = nullptr;
     pendingLanes |= 1u << q;  // from here on, even if f throws half-way
-    f(o);
+    {
+      // Traced as one operation beside the main lane: from when the lane may start (its fork) to its last operation.
+      static const char* const kLabels[] = {"lane 0 work", "lane 1 work", "lane 2 work", "lane 3 work"};
+      const OpTraceScope t(trace, q < 4 ? kLabels[q] : "lane work", l.stream, 0, true);
+      f(o);
+    }
     TCQR_CHECK(cudaEventRecord(l.done, l.stream));
   }
   void joinLane(int q) {
     if (!(pendingLanes & (1u << q))) return;
+    // Traced: the time the main lane waits here for lane q (its two events bracket the wait on the main stream).
+    const auto t = traced("join (waiting for a lane)");
     TCQR_CHECK(cudaStreamWaitEvent(stream, laneTable[q].done, 0));
     pendingLanes &= ~(1u << q);
   }

@@ -37,18 +37,21 @@ class OpTrace {
   }
 
   /// Starts an operation. Nested calls (an op implemented through other ops) are attributed to the outermost one.
-  /// `flops`: the operation's nominal floating-point operations (0: not a product), for a rate per kind.
-  void begin(const char* label, cudaStream_t s, double flops = 0) {
+  /// `flops`: the operation's nominal floating-point operations (0: not a product), for a rate per kind. `side`: the
+  /// operation runs beside the main lane (a look-ahead lane's work, on its own stream): reported on its own, outside
+  /// the main lane's sum and span.
+  void begin(const char* label, cudaStream_t s, double flops = 0, bool side = false) {
     if (m_depth++ > 0) return;
     m_label = label;
     m_flops = flops;
+    m_side = side;
     m_start = record(s);
     m_hostStart = Clock::now();  // (after the event: creating one, while the pool grows, is not the operation's)
   }
   void end(cudaStream_t s) {
     if (--m_depth > 0) return;
     const double hostMs = std::chrono::duration<double, std::milli>(Clock::now() - m_hostStart).count();
-    m_records.push_back({m_label, m_start, record(s), m_flops, hostMs});
+    m_records.push_back({m_label, m_start, record(s), m_flops, hostMs, m_side});
   }
 
   /// Waits for the recorded events, prints the summary headed by `title` to stderr, and starts over.
@@ -60,25 +63,38 @@ class OpTrace {
       double ms = 0;
       double flops = 0;
     };
-    std::map<std::string, Sum> sums;
+    std::map<std::string, Sum> sums, sides;
     double total = 0;
+    size_t mainCalls = 0;
+    const Record* first = nullptr;
+    const Record* last = nullptr;
     for (const Record& r : m_records) {
       float ms = 0;
       TCQR_CHECK(cudaEventElapsedTime(&ms, r.start, r.stop));
-      Sum& s = sums[r.label];
+      Sum& s = (r.side ? sides : sums)[r.label];
       ++s.count;
       s.ms += ms;
       s.flops += r.flops;
+      if (r.side) continue;
       total += ms;
+      ++mainCalls;
+      if (!first) first = &r;
+      last = &r;
     }
     float span = 0;
-    TCQR_CHECK(cudaEventElapsedTime(&span, m_records.front().start, m_records.back().stop));
+    if (first) TCQR_CHECK(cudaEventElapsedTime(&span, first->start, last->stop));
     std::vector<std::pair<std::string, Sum>> rows(sums.begin(), sums.end());
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    rows.insert(rows.end(), sides.begin(), sides.end());  // (the lanes' rows last, in lane order)
     std::fprintf(stderr,
                  "tcqr trace: %s: first to last event %.3f ms, operations %.3f ms (%zu calls), between %.3f ms\n",
-                 title, span, total, m_records.size(), span - total);
+                 title, span, total, mainCalls, span - total);
+    bool sideHeader = false;
     for (const auto& r : rows) {
+      if (!sideHeader && sides.count(r.first)) {
+        std::fprintf(stderr, "tcqr trace:   beside the main lane (not in its sum; one call = one fork's work):\n");
+        sideHeader = true;
+      }
       std::fprintf(stderr, "tcqr trace:   %-32s %6d calls %10.3f ms %8.2f us/call", r.first.c_str(), r.second.count,
                    r.second.ms, 1000.0 * r.second.ms / r.second.count);
       // The rate of the nominal flops (a triangular product counts its triangle, a chunked one its plain product).
@@ -115,6 +131,7 @@ class OpTrace {
     cudaEvent_t start, stop;
     double flops;
     double hostMs;  ///< host time from begin to end (queueing, and whatever the calls inside waited for)
+    bool side;      ///< beside the main lane (begin's `side`)
   };
   cudaEvent_t record(cudaStream_t s) {
     if (m_used == m_pool.size()) {
@@ -133,6 +150,7 @@ class OpTrace {
   int m_depth = 0;
   const char* m_label = "";
   double m_flops = 0;
+  bool m_side = false;
   Clock::time_point m_hostStart;
   cudaEvent_t m_start = nullptr;
 };
@@ -140,8 +158,9 @@ class OpTrace {
 /// Brackets one operation when `trace` is non-null.
 class OpTraceScope {
  public:
-  OpTraceScope(OpTrace* trace, const char* label, cudaStream_t s, double flops = 0) : m_trace(trace), m_stream(s) {
-    if (m_trace) m_trace->begin(label, s, flops);
+  OpTraceScope(OpTrace* trace, const char* label, cudaStream_t s, double flops = 0, bool side = false)
+      : m_trace(trace), m_stream(s) {
+    if (m_trace) m_trace->begin(label, s, flops, side);
   }
   ~OpTraceScope() {
     if (!m_trace) return;
