@@ -4,7 +4,8 @@
 // time per kind of operation, their sum, and the time from the first event to the last. The difference of the last
 // two is time the GPU spent between operations (launch latency, host-side work such as cuBLAS's heuristics). Events
 // do not serialise the stream; the report synchronises once, after the computation. It also lists the operations
-// that held the host for a millisecond or more (the first use of a kernel in a process loads it). Nsight Systems is
+// that held the host for a millisecond or more (the first use of a kernel in a process loads it). A look-ahead lane's
+// work is one "side" operation on its own stream, reported apart from the main lane's sum and span. Nsight Systems is
 // not available on the machines this was written for, hence a tracer of our own.
 #pragma once
 
