@@ -26,6 +26,9 @@
 # its failing assertions (with context) also go to $OUT/<name>.failures, and their first 40 lines to stdout. Extra
 # doctest arguments for every program: DOCTEST_ARGS (split at blanks, not globbed: write a blank inside a test name as
 # ? or *). LIMIT (default 570 s) stops a program that runs longer (SIGTERM, then SIGKILL 15 s later).
+# PACK=1: at the end, pack every log and failures file into $OUT/device-tests.tgz and remove them, since the device
+# tool brings back at most 8 files from $OUT (the parts "householder rest precision" write 17 or more; on 2026-11-29
+# nine did not come back).
 set -uo pipefail
 OUT="${OUT:-./out}"
 BIN="${BIN:-build-dev/bin}"
@@ -113,4 +116,8 @@ for part in "$@"; do
       unset TCQR_PANEL_EXCHANGE ;;
   esac
 done
+if [[ "${PACK:-0}" == 1 ]]; then
+  (cd "$OUT" && ls *.log *.failures 2>/dev/null | tar czf device-tests.tgz -T - && ls *.log *.failures 2>/dev/null | xargs rm -f)
+  echo "logs packed into $OUT/device-tests.tgz"
+fi
 exit "$failed"
