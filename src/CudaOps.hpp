@@ -349,8 +349,8 @@ struct CudaOps {
   int lanes() const { return laneCount; }
   /// Lane q waits for everything queued on this lane so far, then f(ops of lane q) queues work on it. Only
   /// GEMM-type work (applyWYBlocks) runs there: no cuSOLVER handle, no lanes of its own, no per-operation trace
-  /// (TCQR_TRACE records the lane's whole work as one operation beside the main lane), and its own cuBLAS handle (a cuBLAS workspace must not serve two streams at once) and
-  /// workspaces.
+  /// (TCQR_TRACE records the lane's whole work as one operation beside the main lane), and its own cuBLAS handle (a
+  /// cuBLAS workspace must not serve two streams at once) and workspaces.
   template <class F>
   void runOnLane(int q, F&& f) {
     const CudaLane& l = laneTable[q];
@@ -371,7 +371,7 @@ struct CudaOps {
       // Traced as one operation beside the main lane: from when the lane may start (its fork) to its last operation.
       static const char* const kLabels[] = {"lane 0 work", "lane 1 work", "lane 2 work", "lane 3 work"};
       static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == kMaxLanes, "a trace label per look-ahead lane");
-      const OpTraceScope t(trace, q < kMaxLanes ? kLabels[q] : "lane work", l.stream, 0, true);
+      const OpTraceScope t(trace, kLabels[q], l.stream, 0, true);  // (q < laneCount <= kMaxLanes)
       f(o);
     }
     TCQR_CHECK(cudaEventRecord(l.done, l.stream));

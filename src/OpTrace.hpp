@@ -6,8 +6,8 @@
 // do not serialise the stream; the report synchronises once, after the computation. It also lists the operations
 // that held the host for a millisecond or more (the first use of a kernel in a process loads it). A look-ahead lane's
 // work is one "side" operation on its own stream, reported apart from the main lane's sum and span; the main lane's
-// waits at the joins are operations of the main lane (so they count in its sum, not in the time between). Nsight Systems is
-// not available on the machines this was written for, hence a tracer of our own.
+// waits at the joins are operations of the main lane (so they count in its sum, not in the time between). Nsight
+// Systems is not available on the machines this was written for, hence a tracer of our own.
 #pragma once
 
 #include <algorithm>
@@ -91,23 +91,21 @@ class OpTrace {
     if (first) TCQR_CHECK(cudaEventElapsedTime(&span, first->start, last->stop));
     std::vector<std::pair<std::string, Sum>> rows(sums.begin(), sums.end());
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
-    rows.insert(rows.end(), sides.begin(), sides.end());  // (the lanes' rows last, in lane order)
     std::fprintf(stderr,
                  "tcqr trace: %s: first to last event %.3f ms, operations %.3f ms (%zu calls), between %.3f ms\n",
                  title, span, total, mainCalls, span - total);
-    bool sideHeader = false;
-    for (const auto& r : rows) {
-      if (!sideHeader && sides.count(r.first)) {
-        std::fprintf(stderr, "tcqr trace:   beside the main lane (not in its sum; one call = one fork's work):\n");
-        sideHeader = true;
-      }
-      std::fprintf(stderr, "tcqr trace:   %-32s %6d calls %10.3f ms %8.2f us/call", r.first.c_str(), r.second.count,
-                   r.second.ms, 1000.0 * r.second.ms / r.second.count);
+    auto printRow = [](const std::string& label, const Sum& sum) {
+      std::fprintf(stderr, "tcqr trace:   %-32s %6d calls %10.3f ms %8.2f us/call", label.c_str(), sum.count, sum.ms,
+                   1000.0 * sum.ms / sum.count);
       // The rate of the nominal flops (a triangular product counts its triangle, a chunked one its plain product).
-      if (r.second.flops > 0 && r.second.ms > 0)
-        std::fprintf(stderr, " %9.3f Tflop %7.1f TFLOP/s", r.second.flops * 1e-12, r.second.flops / r.second.ms * 1e-9);
+      if (sum.flops > 0 && sum.ms > 0)
+        std::fprintf(stderr, " %9.3f Tflop %7.1f TFLOP/s", sum.flops * 1e-12, sum.flops / sum.ms * 1e-9);
       std::fprintf(stderr, "\n");
-    }
+    };
+    for (const auto& r : rows) printRow(r.first, r.second);
+    if (!sides.empty())  // the lanes' rows last, in lane order
+      std::fprintf(stderr, "tcqr trace:   beside the main lane (not in its sum; one call = one fork's work):\n");
+    for (const auto& r : sides) printRow(r.first, r.second);
     // The operations that held the host longest (queueing one should take microseconds; the first use of a kernel
     // in a process loads it, which shows here: a process's first factorizations).
     std::vector<size_t> slow;

@@ -117,7 +117,7 @@ for part in "$@"; do
   esac
 done
 if [[ "${PACK:-0}" == 1 ]]; then
-  (cd "$OUT" && ls *.log *.failures 2>/dev/null | tar czf device-tests.tgz -T - && ls *.log *.failures 2>/dev/null | xargs rm -f)
+  (cd "$OUT" && shopt -s nullglob && files=(*.log *.failures) && tar czf device-tests.tgz "${files[@]}" && rm -f "${files[@]}")
   echo "logs packed into $OUT/device-tests.tgz"
 fi
 exit "$failed"
