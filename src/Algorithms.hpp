@@ -26,6 +26,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -403,10 +404,32 @@ void applyWYBlocks(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool
 /// block's product is as long as the merged one's, just narrower), while each merge costs one more m x n1 x n2
 /// product; a cap trades the narrower, less efficient GEMMs of the block-by-block update against those merges
 /// (Tunables.hpp: maxMergedCols). Nodes of the top spine (`spine` true) never merge, capped or not.
+/// A WY block's completion (TCQR_EAGER, Tunables.hpp eagerSpineUpdates): (global first column, Y from the block's
+/// diagonal down, its T).
+template <typename S>
+using BlockDone = std::function<void(Index, View<S>, View<S>)>;
+
+template <class Ops, typename S>
+void factorRecursiveNode(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S* scratch,
+                         const char* identity, std::vector<Index>* blocks, Index col0, bool spine,
+                         const LaneScratch<S>* lanes, int freeLane, int pendingLane, const BlockDone<S>* onBlock);
+
 template <class Ops, typename S>
 void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S* scratch,
                      const char* identity = nullptr, std::vector<Index>* blocks = nullptr, Index col0 = 0,
-                     bool spine = true, const LaneScratch<S>* lanes = nullptr, int freeLane = 0, int pendingLane = -1) {
+                     bool spine = true, const LaneScratch<S>* lanes = nullptr, int freeLane = 0, int pendingLane = -1,
+                     const BlockDone<S>* onBlock = nullptr) {
+  // A node that is one WY block of an eager owner's left child reports itself once it is factored (T merged).
+  const bool isBlock = onBlock != nullptr && blocks != nullptr && !spine && A.cols > 0 && A.cols <= ops.maxMergedCols;
+  factorRecursiveNode(ops, A, tau, T, nb, panel, scratch, identity, blocks, col0, spine, lanes, freeLane, pendingLane,
+                      isBlock ? nullptr : onBlock);
+  if (isBlock) (*onBlock)(col0, A, T);
+}
+
+template <class Ops, typename S>
+void factorRecursiveNode(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S* scratch,
+                         const char* identity, std::vector<Index>* blocks, Index col0, bool spine,
+                         const LaneScratch<S>* lanes, int freeLane, int pendingLane, const BlockDone<S>* onBlock) {
   const Index m = A.rows, n = A.cols;
   if (n == 0) return;
   const Index cap = ops.maxMergedCols;
@@ -455,17 +478,45 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
   const bool leftBlocks = blocks && cap > 0 && n1 > cap;
   if (blocks && !leftBlocks) blocks->push_back(col0);
   const size_t leftFirst = blocks ? blocks->size() : 0;
+  // TCQR_EAGER (experiment): the last lane is the eager lane; a spine node whose left child stays WY blocks queues
+  // each block's update of A2 on it as soon as the block is factored (the blocks complete in column order, and the
+  // lane's stream keeps that order), so that when the left child is done A2 needs only the lane's last blocks. The
+  // regular forks then use the other lanes.
+  const int laneCount = lanes != nullptr ? std::min(lanes->count, ops.lanes()) : 0;
+  const bool eagerOn = eagerSpineUpdates() && laneCount >= 2;
+  const int eagerLane = eagerOn ? laneCount - 1 : -1;
+  const bool eager = eagerOn && spine && leftBlocks && pendingLane < 0 &&
+                     lanes->size[eagerLane] >= applyScratchSize(cap, n2);
+  BlockDone<S> sink;
+  if (eager) {
+    S* const es = lanes->p[eagerLane];
+    sink = [&ops, A, n1, n2, col0, eagerLane, es](Index c, View<S> Yb, View<S> Tb) {
+      const Index r = c - col0;  // the block's first column, and its diagonal's row, in this node's A
+      const View<S> B = A.block(r, n1, A.rows - r, n2);
+      ops.runOnLane(eagerLane, [=](auto& o) { applyYT(o, Yb, Tb, B, true, true, es); });
+    };
+  }
   factorRecursive(ops, A1, tau, T1, nb, panel, scratch, identity, leftBlocks ? blocks : nullptr, col0, false, lanes,
-                  freeLane);
+                  freeLane, -1, eager ? &sink : (leftBlocks ? onBlock : nullptr));
+  // A left child this node pushed as one block (merged, so it was given no blocks) reports here.
+  if (onBlock && blocks && !leftBlocks) (*onBlock)(col0, A1, T1);
   std::vector<Index> left;  // the left child's blocks, relative to its first column
   if (leftBlocks)
     for (size_t i = leftFirst; i < blocks->size(); ++i) left.push_back((*blocks)[i] - col0);
   // A2 may still be in the parent's look-ahead update (this node is its right child): wait for it.
   if (pendingLane >= 0) ops.joinLane(pendingLane);
+  if (eager) {  // every block of the left child has been queued on the eager lane: A2 is Q1^T A2 once it is done
+    ops.joinLane(eagerLane);
+    factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, T2, nb, panel, scratch, identity ? identity + n1 : nullptr,
+                    blocks, col0 + n1, spine, lanes, freeLane, -1, onBlock);
+    return;  // (a spine node: blocks is set, T1 and T2 stay separate blocks)
+  }
   // [R12; A22] = Q1^T A2, with the columns beyond the right child's left child on lane q (look-ahead, see above).
   const int q = pendingLane >= 0 ? pendingLane : freeLane;
   const Index w = lookaheadWindow(n2, nb);
-  const bool fork = lanes != nullptr && w > 0 && q >= 0 && q < lanes->count && q < ops.lanes();
+  bool fork = lanes != nullptr && w > 0 && q >= 0 && q < lanes->count && q < ops.lanes() && q != eagerLane;
+  if (fork && eagerOn && applyScratchSize(n1, n2 - w) > lanes->size[q])
+    fork = false;  // (with the eager lane the lanes may nest differently from laneScratchWalk's walk)
   if (fork) {
     if (applyScratchSize(n1, n2 - w) > lanes->size[q])  // laneScratchWalk and this recursion must agree
       throw std::logic_error("tcqr: look-ahead lane scratch too small (internal error)");
@@ -479,7 +530,7 @@ void factorRecursive(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind
     applyWYBlocks(ops, A1, T1, A2, true, true, scratch, leftBlocks ? &left : nullptr);
   }
   factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, T2, nb, panel, scratch, identity ? identity + n1 : nullptr,
-                  blocks, col0 + n1, spine, lanes, fork ? q + 1 : q, fork ? q : -1);
+                  blocks, col0 + n1, spine, lanes, fork ? q + 1 : q, fork ? q : -1, blocks ? onBlock : nullptr);
   if (blocks) return;  // T1 and T2 stay separate blocks
 
   // T12 = -T1 (Y1^T Y2) T2, T21 = 0. Y2 starts at row n1: its top n2 x n2 block is unit lower triangular (copied out,
@@ -510,15 +561,20 @@ inline Index factorMainScratch(Index m, Index n, Index nb, PanelKind panel) {
 }
 
 /// The scratch of each of `lanes` look-ahead lanes (0 beyond what the recursion uses), into need[0 : kMaxLanes).
-inline void laneScratchSizes(Index m, Index n, Index nb, int lanes, Index* need) {
+/// `cap`: the merge cap (Ops::maxMergedCols), for the eager lane's blocks (TCQR_EAGER, eagerSpineUpdates).
+inline void laneScratchSizes(Index m, Index n, Index nb, int lanes, Index* need, Index cap = 0) {
   std::fill(need, need + kMaxLanes, Index(0));
-  laneScratchWalk(std::min(m, n), nb, std::min(lanes, kMaxLanes), 0, -1, need);
+  lanes = std::min(lanes, kMaxLanes);
+  laneScratchWalk(std::min(m, n), nb, lanes, 0, -1, need);
+  const Index k = std::min(m, n);
+  if (eagerSpineUpdates() && lanes >= 2 && cap > 0 && k > nb)  // the top node's right half is the widest
+    need[lanes - 1] = std::max(need[lanes - 1], applyScratchSize(cap, k - splitColumns(k, nb)));
 }
 
-/// Scratch needed by factor() for an m x n matrix with `lanes` look-ahead lanes (Ops::lanes()).
-inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel, int lanes = 0) {
+/// Scratch needed by factor() for an m x n matrix with `lanes` look-ahead lanes (Ops::lanes()) and merge cap `cap`.
+inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel, int lanes = 0, Index cap = 0) {
   Index need[kMaxLanes];
-  laneScratchSizes(m, n, nb, lanes, need);
+  laneScratchSizes(m, n, nb, lanes, need, cap);
   Index s = factorMainScratch(m, n, nb, panel);
   for (Index x : need) s += x;
   return s;
@@ -558,7 +614,7 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S
   LaneScratch<S> lanes;
   lanes.count = std::min(ops.lanes(), kMaxLanes);
   if (lanes.count > 0) {
-    laneScratchSizes(m, n, nb, lanes.count, lanes.size);
+    laneScratchSizes(m, n, nb, lanes.count, lanes.size, ops.maxMergedCols);
     S* p = scratch + factorMainScratch(m, n, nb, panel);
     for (int q = 0; q < lanes.count; ++q) {
       lanes.p[q] = p;

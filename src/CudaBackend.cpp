@@ -494,7 +494,8 @@ class CudaQRState final : public QRState<S> {
     return Needs{std::max<Index>(rows * cols, 1),
                  std::max<Index>(k * k, 1),
                  std::max<Index>(k, 1),
-                 std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes), 1),
+                 std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes, maxMergedCols(mode, rows)),
+                                 1),
                  conversionBytes(mode, rows, cols),
                  accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors(),
                                    tnSequentialTiles(std::is_same<S, double>::value))};

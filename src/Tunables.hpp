@@ -388,6 +388,12 @@ inline bool mainLanePriority(Precision mode) {
   if (const char* v = std::getenv("TCQR_MAIN_PRIORITY")) return std::atoi(v) != 0;
   return mode == Precision::FP16x3;
 }
+/// Experiment (branch wip/eager-spine, 2026-11-29; not measured on a GPU yet): TCQR_EAGER=1 makes the last look-ahead lane
+/// an "eager" lane: on the recursion's spine, each WY block of a node's left child updates the node's right half on
+/// that lane as soon as the block is factored, instead of the whole left child's update after it (Algorithms.hpp
+/// factorRecursive). The other lanes keep their roles. Read at every spine node (the host test switches it; the CUDA
+/// graphs' key does not hold it, so switch it only between processes there).
+inline bool eagerSpineUpdates() { return envIndex("TCQR_EAGER", 0) != 0; }
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).
 /// Read on every product (tests compare both ways in one process).

@@ -47,6 +47,9 @@ struct LaneHostOps : HostOps<T> {
   std::array<std::vector<std::function<void()>>, tcqr::detail::kMaxLanes> queued;
   unsigned pending = 0;
   int forks = 0, joins = 0, highestLane = -1;
+  std::array<int, tcqr::detail::kMaxLanes> forksOn{};
+  int extraForks = 0;  ///< forks onto a lane that already had work queued (the eager lane's blocks)
+  int eagerExtraForks() const { return extraForks; }
   bool forkWhilePending = false, badLane = false, laneRegionWritten = false, mainRegionWritten = false;
   T* base = nullptr;
   Eigen::Index mainSize = 0;
@@ -67,6 +70,8 @@ struct LaneHostOps : HostOps<T> {
   void runOnLane(int q, F&& f) {
     badLane = badLane || q < 0 || q >= laneCount;
     forkWhilePending = forkWhilePending || ((pending >> q) & 1u);
+    if ((pending >> q) & 1u) ++extraForks;
+    ++forksOn[static_cast<size_t>(q)];
     ++forks;
     highestLane = std::max(highestLane, q);
     HostOps<T> laneOps = *this;
@@ -99,11 +104,12 @@ struct Result {
 };
 
 template <typename T, class Ops>
-Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel) {
+Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel,
+                  std::vector<Eigen::Index>* blocks = nullptr) {
   const Eigen::Index m = A0.rows(), n = A0.cols(), k = std::min(m, n);
   Mat<T> A = A0, Tm(k, k);
   std::vector<T> tau(static_cast<size_t>(k));
-  const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, nb, panel, ops.lanes());
+  const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, nb, panel, ops.lanes(), ops.maxMergedCols);
   const T guard = T(12345.5);
   // As many guard values as the promised scratch, so that even an overrun by a whole region is caught here.
   const Eigen::Index guards = std::max<Eigen::Index>(need, 64);
@@ -112,7 +118,7 @@ Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel) 
     ops.base = scratch.data();
     ops.mainSize = tcqr::detail::factorMainScratch(m, n, nb, panel);
     Eigen::Index sizes[tcqr::detail::kMaxLanes], at = ops.mainSize;
-    tcqr::detail::laneScratchSizes(m, n, nb, ops.lanes(), sizes);
+    tcqr::detail::laneScratchSizes(m, n, nb, ops.lanes(), sizes, ops.maxMergedCols);
     for (size_t q = 0; q < static_cast<size_t>(tcqr::detail::kMaxLanes); ++q) {
       ops.offset[q] = at;
       ops.size[q] = sizes[q];
@@ -120,7 +126,7 @@ Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel) 
     }
   }
   tcqr::detail::factor(ops, View<T>(A.data(), m, n, m), tau.data(), View<T>(Tm.data(), k, k, k), nb, panel,
-                       scratch.data());
+                       scratch.data(), static_cast<T*>(nullptr), nullptr, blocks);
   Eigen::Index touched = 0;
   for (Eigen::Index i = need; i < need + guards; ++i) touched += scratch[static_cast<size_t>(i)] != guard;
   REQUIRE(touched == 0);
@@ -170,6 +176,50 @@ TEST_CASE_TEMPLATE("look-ahead lanes: split updates, forks joined, lanes nested,
         // HouseholderSequence over the packed factor and tau), as the library's own suites bound it. (Entrywise
         // agreement with the run without lanes is not asked for: the split GEMMs may round differently, and a
         // Householder sign at rounding level may then flip.)
+        const Eigen::Index k = std::min(c.m, c.n);
+        const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(r.packed, r.tau) *
+                                  Eigen::MatrixXd::Identity(c.m, k);
+        const Eigen::MatrixXd R = r.packed.topRows(k).template triangularView<Eigen::Upper>();
+        const Eigen::MatrixXd Ad = A.template cast<double>();
+        CHECK((Ad - Q * R).norm() / (Ad.norm() * double(c.m) * eps) < 30);
+        CHECK((Q.transpose() * Q - Eigen::MatrixXd::Identity(k, k)).norm() / (double(c.m) * eps) < 30);
+      }
+    }
+  }
+}
+
+// TCQR_EAGER=1 (Tunables.hpp eagerSpineUpdates, an experiment): the last lane applies each WY block of a spine node's
+// left child to the node's right half as soon as the block is factored, the other lanes fork as before. Run at the
+// join (deferred), every block queued on the eager lane must have run before the right half is read, or the result
+// is wrong; run at once, nothing may write the right half meanwhile.
+TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane (TCQR_EAGER=1) updates the spine's right halves block by block",
+                   T, float, double) {
+  TCQR_RANDOM_SEED();
+  const tcqr_test::ScopedEnv eager("TCQR_EAGER", "1");
+  const double eps = double(Eigen::NumTraits<T>::epsilon());
+  struct Case {
+    Eigen::Index m, n, nb, cap;
+    PanelKind panel;
+  };
+  for (const Case c : {Case{600, 600, 16, 32, PanelKind::Tsqr}, Case{1100, 700, 32, 64, PanelKind::Geqrf},
+                       Case{900, 900, 8, 16, PanelKind::Hybrid}, Case{520, 700, 16, 48, PanelKind::Tsqr}}) {
+    for (int laneCount : {2, 3}) {
+      for (bool deferred : {true, false}) {
+        INFO(c.m << " x " << c.n << ", nb " << c.nb << ", cap " << c.cap << ", panel " << int(c.panel) << ", lanes "
+                 << laneCount << (deferred ? ", run at the join" : ", run at the fork"));
+        const Mat<T> A = tcqr_test::uniformMatrix<T>(c.m, c.n);
+        LaneHostOps<T> ops;
+        ops.laneCount = laneCount;
+        ops.deferred = deferred;
+        ops.maxMergedCols = c.cap;
+        std::vector<Eigen::Index> blocks;
+        const Result r = factorWith<T>(ops, A, c.nb, c.panel, &blocks);
+        CHECK(ops.forks == ops.joins + ops.eagerExtraForks());
+        CHECK(ops.pending == 0u);
+        CHECK(!ops.badLane);
+        CHECK(!ops.laneRegionWritten);
+        CHECK(!ops.mainRegionWritten);
+        CHECK(ops.forksOn[static_cast<size_t>(laneCount - 1)] > 1);  // the eager lane, several blocks per join
         const Eigen::Index k = std::min(c.m, c.n);
         const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(r.packed, r.tau) *
                                   Eigen::MatrixXd::Identity(c.m, k);
