@@ -130,6 +130,7 @@ struct LaneScratch {
   int count = 0;
   S* p[kMaxLanes] = {};
   Index size[kMaxLanes] = {};
+  int eager = -1;  ///< the eager lane (TCQR_EAGER; eagerLaneFor), -1: none
 };
 
 /// T (k x k, upper triangular, zeros below the diagonal) of a freshly factored panel, from S = Y^T Y and tau
@@ -482,9 +483,8 @@ void factorRecursiveNode(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, Panel
   // each block's update of A2 on it as soon as the block is factored (the blocks complete in column order, and the
   // lane's stream keeps that order), so that when the left child is done A2 needs only the lane's last blocks. The
   // regular forks then use the other lanes.
-  const int laneCount = lanes != nullptr ? std::min(lanes->count, ops.lanes()) : 0;
-  const bool eagerOn = eagerSpineUpdates() && laneCount >= 2;
-  const int eagerLane = eagerOn ? laneCount - 1 : -1;
+  const int eagerLane = lanes != nullptr && lanes->eager < std::min(lanes->count, ops.lanes()) ? lanes->eager : -1;
+  const bool eagerOn = eagerLane >= 0;
   const bool eager = eagerOn && spine && leftBlocks && pendingLane < 0 &&
                      lanes->size[eagerLane] >= applyScratchSize(cap, n2);
   BlockDone<S> sink;
@@ -560,6 +560,15 @@ inline Index factorMainScratch(Index m, Index n, Index nb, PanelKind panel) {
   return s;
 }
 
+/// The eager lane of a factorization of k = min(m, n) columns (TCQR_EAGER, Tunables.hpp eagerSpineUpdates): the last
+/// of `lanes` (>= 2) lanes where the top node's left child stays WY blocks of at most `cap` columns (cap >= nb, so that
+/// every block is a node of its own: a leaf wider than the cap would be pushed as a block without being reported),
+/// else -1. factor() and laneScratchSizes decide with it, so the lane is kept from the regular forks only where used.
+inline int eagerLaneFor(Index k, Index nb, int lanes, Index cap) {
+  if (!eagerSpineUpdates() || lanes < 2 || cap <= 0 || cap < nb || k <= nb) return -1;
+  return splitColumns(k, nb) > cap ? std::min(lanes, kMaxLanes) - 1 : -1;
+}
+
 /// The scratch of each of `lanes` look-ahead lanes (0 beyond what the recursion uses), into need[0 : kMaxLanes).
 /// `cap`: the merge cap (Ops::maxMergedCols), for the eager lane's blocks (TCQR_EAGER, eagerSpineUpdates).
 inline void laneScratchSizes(Index m, Index n, Index nb, int lanes, Index* need, Index cap = 0) {
@@ -567,8 +576,9 @@ inline void laneScratchSizes(Index m, Index n, Index nb, int lanes, Index* need,
   lanes = std::min(lanes, kMaxLanes);
   laneScratchWalk(std::min(m, n), nb, lanes, 0, -1, need);
   const Index k = std::min(m, n);
-  if (eagerSpineUpdates() && lanes >= 2 && cap > 0 && k > nb)  // the top node's right half is the widest
-    need[lanes - 1] = std::max(need[lanes - 1], applyScratchSize(cap, k - splitColumns(k, nb)));
+  const int eager = eagerLaneFor(k, nb, lanes, cap);
+  if (eager >= 0)  // the top node's right half is the widest an eager block updates
+    need[eager] = std::max(need[eager], applyScratchSize(cap, k - splitColumns(k, nb)));
 }
 
 /// Scratch needed by factor() for an m x n matrix with `lanes` look-ahead lanes (Ops::lanes()) and merge cap `cap`.
@@ -615,6 +625,7 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S
   lanes.count = std::min(ops.lanes(), kMaxLanes);
   if (lanes.count > 0) {
     laneScratchSizes(m, n, nb, lanes.count, lanes.size, ops.maxMergedCols);
+    lanes.eager = eagerLaneFor(k, nb, lanes.count, ops.maxMergedCols);
     S* p = scratch + factorMainScratch(m, n, nb, panel);
     for (int q = 0; q < lanes.count; ++q) {
       lanes.p[q] = p;

@@ -49,6 +49,7 @@ struct LaneHostOps : HostOps<T> {
   int forks = 0, joins = 0, highestLane = -1;
   std::array<int, tcqr::detail::kMaxLanes> forksOn{};
   int extraForks = 0;  ///< forks onto a lane that already had work queued (the eager lane's blocks)
+  int eagerLane = -1;  ///< the lane that may take several forks per join (the test sets it)
   int eagerExtraForks() const { return extraForks; }
   bool forkWhilePending = false, badLane = false, laneRegionWritten = false, mainRegionWritten = false;
   T* base = nullptr;
@@ -69,15 +70,18 @@ struct LaneHostOps : HostOps<T> {
   template <class F>
   void runOnLane(int q, F&& f) {
     badLane = badLane || q < 0 || q >= laneCount;
-    forkWhilePending = forkWhilePending || ((pending >> q) & 1u);
-    if ((pending >> q) & 1u) ++extraForks;
+    const bool busy = (pending >> q) & 1u;
+    // (the eager lane, TCQR_EAGER, takes several blocks per join: extraForks counts them)
+    forkWhilePending = forkWhilePending || (busy && q != eagerLane);
+    if (busy) ++extraForks;
     ++forksOn[static_cast<size_t>(q)];
     ++forks;
     highestLane = std::max(highestLane, q);
     HostOps<T> laneOps = *this;
     std::function<void()> g = [f, laneOps]() mutable { f(laneOps); };
     if (deferred) {
-      atFork[static_cast<size_t>(q)] = region(offset[static_cast<size_t>(q)], size[static_cast<size_t>(q)]);
+      if (!busy)  // (from the first queued work on: nobody else may write the lane's scratch until it runs)
+        atFork[static_cast<size_t>(q)] = region(offset[static_cast<size_t>(q)], size[static_cast<size_t>(q)]);
       queued[static_cast<size_t>(q)].push_back(std::move(g));
     } else {
       runChecked(g);
@@ -201,8 +205,10 @@ TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane (TCQR_EAGER=1) updates the 
     Eigen::Index m, n, nb, cap;
     PanelKind panel;
   };
+  // (cap < nb: no eager lane, the lanes fork as without TCQR_EAGER; 48 with nb 32: blocks that are not leaf multiples)
   for (const Case c : {Case{600, 600, 16, 32, PanelKind::Tsqr}, Case{1100, 700, 32, 64, PanelKind::Geqrf},
-                       Case{900, 900, 8, 16, PanelKind::Hybrid}, Case{520, 700, 16, 48, PanelKind::Tsqr}}) {
+                       Case{900, 900, 8, 16, PanelKind::Hybrid}, Case{520, 700, 16, 48, PanelKind::Tsqr},
+                       Case{700, 640, 32, 48, PanelKind::Geqrf}, Case{600, 600, 64, 32, PanelKind::Tsqr}}) {
     for (int laneCount : {2, 3}) {
       for (bool deferred : {true, false}) {
         INFO(c.m << " x " << c.n << ", nb " << c.nb << ", cap " << c.cap << ", panel " << int(c.panel) << ", lanes "
@@ -212,14 +218,27 @@ TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane (TCQR_EAGER=1) updates the 
         ops.laneCount = laneCount;
         ops.deferred = deferred;
         ops.maxMergedCols = c.cap;
+        const int eagerLane = tcqr::detail::eagerLaneFor(std::min(c.m, c.n), c.nb, laneCount, c.cap);
+        CHECK(eagerLane == (c.cap >= c.nb ? laneCount - 1 : -1));
+        ops.eagerLane = eagerLane;
         std::vector<Eigen::Index> blocks;
         const Result r = factorWith<T>(ops, A, c.nb, c.panel, &blocks);
         CHECK(ops.forks == ops.joins + ops.eagerExtraForks());
         CHECK(ops.pending == 0u);
         CHECK(!ops.badLane);
+        CHECK(!ops.forkWhilePending);
         CHECK(!ops.laneRegionWritten);
         CHECK(!ops.mainRegionWritten);
-        CHECK(ops.forksOn[static_cast<size_t>(laneCount - 1)] > 1);  // the eager lane, several blocks per join
+        if (eagerLane >= 0) {
+          // The eager lane took every block of the top node's left child (and more further down the spine).
+          Eigen::Index topBlocks = 0;
+          const Eigen::Index n1 = tcqr::detail::splitColumns(std::min(c.m, c.n), c.nb);
+          for (Eigen::Index b : blocks) topBlocks += b < n1;
+          CHECK(ops.forksOn[static_cast<size_t>(eagerLane)] >= topBlocks);
+          CHECK(topBlocks > 1);
+        } else {
+          CHECK(ops.eagerExtraForks() == 0);
+        }
         const Eigen::Index k = std::min(c.m, c.n);
         const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(r.packed, r.tau) *
                                   Eigen::MatrixXd::Identity(c.m, k);
