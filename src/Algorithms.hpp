@@ -485,14 +485,27 @@ void factorRecursiveNode(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, Panel
   // regular forks then use the other lanes.
   const int eagerLane = lanes != nullptr && lanes->eager < std::min(lanes->count, ops.lanes()) ? lanes->eager : -1;
   const bool eagerOn = eagerLane >= 0;
-  const bool eager = eagerOn && spine && leftBlocks && pendingLane < 0 &&
+  // (pendingLane == eagerLane: this node is an eager node's right child, whose left child's columns its parent
+  // updated on the main lane and the rest on the eager lane, where this node's blocks queue after that.)
+  const bool eager = eagerOn && spine && leftBlocks && (pendingLane < 0 || pendingLane == eagerLane) &&
                      lanes->size[eagerLane] >= applyScratchSize(cap, n2);
+  // The left child's last block: the main lane waits for the lane's earlier blocks and updates the right child's
+  // left child (lookaheadWindow) itself, the lane the rest, which the right child joins before its own update, as
+  // a regular fork's; otherwise the main lane would wait for the last block's whole update before the next panel.
+  const Index eagerWindow = eager ? lookaheadWindow(n2, nb) : 0;
   BlockDone<S> sink;
   if (eager) {
     S* const es = lanes->p[eagerLane];
-    sink = [&ops, A, n1, n2, col0, eagerLane, es](Index c, View<S> Yb, View<S> Tb) {
+    sink = [&ops, A, n1, n2, col0, eagerLane, es, eagerWindow, scratch](Index c, View<S> Yb, View<S> Tb) {
       const Index r = c - col0;  // the block's first column, and its diagonal's row, in this node's A
       const View<S> B = A.block(r, n1, A.rows - r, n2);
+      if (eagerWindow > 0 && r + Yb.cols == n1) {
+        ops.joinLane(eagerLane);
+        const View<S> rest = B.rightCols(n2 - eagerWindow);
+        ops.runOnLane(eagerLane, [=](auto& o) { applyYT(o, Yb, Tb, rest, true, true, es); });
+        applyYT(ops, Yb, Tb, B.leftCols(eagerWindow), true, true, scratch);  // (the left child is done with scratch)
+        return;
+      }
       ops.runOnLane(eagerLane, [=](auto& o) { applyYT(o, Yb, Tb, B, true, true, es); });
     };
   }
@@ -505,14 +518,15 @@ void factorRecursiveNode(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, Panel
     for (size_t i = leftFirst; i < blocks->size(); ++i) left.push_back((*blocks)[i] - col0);
   // A2 may still be in the parent's look-ahead update (this node is its right child): wait for it.
   if (pendingLane >= 0) ops.joinLane(pendingLane);
-  if (eager) {  // every block of the left child has been queued on the eager lane: A2 is Q1^T A2 once it is done
-    ops.joinLane(eagerLane);
+  if (eager) {  // every block of the left child has been queued (A2 is Q1^T A2 once the eager lane is done with it)
+    if (eagerWindow == 0) ops.joinLane(eagerLane);
     factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, T2, nb, panel, scratch, identity ? identity + n1 : nullptr,
-                    blocks, col0 + n1, spine, lanes, freeLane, -1, onBlock);
+                    blocks, col0 + n1, spine, lanes, freeLane, eagerWindow > 0 ? eagerLane : -1, onBlock);
     return;  // (a spine node: blocks is set, T1 and T2 stay separate blocks)
   }
   // [R12; A22] = Q1^T A2, with the columns beyond the right child's left child on lane q (look-ahead, see above).
-  const int q = pendingLane >= 0 ? pendingLane : freeLane;
+  // (The eager lane, joined above, takes no regular forks.)
+  const int q = pendingLane >= 0 && pendingLane != eagerLane ? pendingLane : freeLane;
   const Index w = lookaheadWindow(n2, nb);
   bool fork = lanes != nullptr && w > 0 && q >= 0 && q < lanes->count && q < ops.lanes() && q != eagerLane;
   if (fork && eagerOn && applyScratchSize(n1, n2 - w) > lanes->size[q])
