@@ -20,6 +20,7 @@
 //   trsmLeftUpper(op, R, B)                      B = op(R)^{-1} B, R upper triangular
 //   setZero(A)
 //   maxMergedCols                                 widest node whose T factorRecursive merges when blocks are taken
+//   eagerSpine                                    whether the last lane is the eager lane (eagerLaneFor)
 //   lanes(), runOnLane(q, f), joinLane(q), joinAllLanes()   factorRecursive's look-ahead lanes (0 lanes: none)
 // Every temporary comes from one scratch region sized up front by the callers (see *ScratchSize), so nothing is
 // allocated inside the recursion.
@@ -578,27 +579,29 @@ inline Index factorMainScratch(Index m, Index n, Index nb, PanelKind panel) {
 /// of `lanes` (>= 2) lanes where the top node's left child stays WY blocks of at most `cap` columns (cap >= nb, so that
 /// every block is a node of its own: a leaf wider than the cap would be pushed as a block without being reported),
 /// else -1. factor() and laneScratchSizes decide with it, so the lane is kept from the regular forks only where used.
-inline int eagerLaneFor(Index k, Index nb, int lanes, Index cap) {
-  if (!eagerSpineUpdates() || lanes < 2 || cap <= 0 || cap < nb || k <= nb) return -1;
+inline int eagerLaneFor(Index k, Index nb, int lanes, Index cap, bool eagerSpine) {
+  if (!eagerSpine || lanes < 2 || cap <= 0 || cap < nb || k <= nb) return -1;
   return splitColumns(k, nb) > cap ? std::min(lanes, kMaxLanes) - 1 : -1;
 }
 
 /// The scratch of each of `lanes` look-ahead lanes (0 beyond what the recursion uses), into need[0 : kMaxLanes).
 /// `cap`: the merge cap (Ops::maxMergedCols), for the eager lane's blocks (TCQR_EAGER, eagerSpineUpdates).
-inline void laneScratchSizes(Index m, Index n, Index nb, int lanes, Index* need, Index cap = 0) {
+inline void laneScratchSizes(Index m, Index n, Index nb, int lanes, Index* need, Index cap = 0,
+                             bool eagerSpine = false) {
   std::fill(need, need + kMaxLanes, Index(0));
   lanes = std::min(lanes, kMaxLanes);
   laneScratchWalk(std::min(m, n), nb, lanes, 0, -1, need);
   const Index k = std::min(m, n);
-  const int eager = eagerLaneFor(k, nb, lanes, cap);
+  const int eager = eagerLaneFor(k, nb, lanes, cap, eagerSpine);
   if (eager >= 0)  // the top node's right half is the widest an eager block updates
     need[eager] = std::max(need[eager], applyScratchSize(cap, k - splitColumns(k, nb)));
 }
 
 /// Scratch needed by factor() for an m x n matrix with `lanes` look-ahead lanes (Ops::lanes()) and merge cap `cap`.
-inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel, int lanes = 0, Index cap = 0) {
+inline Index factorTotalScratch(Index m, Index n, Index nb, PanelKind panel, int lanes = 0, Index cap = 0,
+                                bool eagerSpine = false) {
   Index need[kMaxLanes];
-  laneScratchSizes(m, n, nb, lanes, need, cap);
+  laneScratchSizes(m, n, nb, lanes, need, cap, eagerSpine);
   Index s = factorMainScratch(m, n, nb, panel);
   for (Index x : need) s += x;
   return s;
@@ -638,8 +641,8 @@ void factor(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, PanelKind panel, S
   LaneScratch<S> lanes;
   lanes.count = std::min(ops.lanes(), kMaxLanes);
   if (lanes.count > 0) {
-    laneScratchSizes(m, n, nb, lanes.count, lanes.size, ops.maxMergedCols);
-    lanes.eager = eagerLaneFor(k, nb, lanes.count, ops.maxMergedCols);
+    laneScratchSizes(m, n, nb, lanes.count, lanes.size, ops.maxMergedCols, ops.eagerSpine);
+    lanes.eager = eagerLaneFor(k, nb, lanes.count, ops.maxMergedCols, ops.eagerSpine);
     S* p = scratch + factorMainScratch(m, n, nb, panel);
     for (int q = 0; q < lanes.count; ++q) {
       lanes.p[q] = p;

@@ -360,6 +360,7 @@ class CudaQRState final : public QRState<S> {
       // unspecified as a non-finite input does: info() reports both as NumericalIssue.
       ops.dOverflow = m_flags.get();
       ops.maxMergedCols = maxMergedCols(mode, m_rows);  // only factorRecursive reads it
+      ops.eagerSpine = m_eagerSpine;  // (the scratch was sized with it)
       ops.panelKernelRows = panelKernelRows();
       ops.panelRowsPerThread = panelKernelRowsPerThread();
       // factorRecursive's look-ahead; allocate() sized the scratch for this many lanes.
@@ -489,12 +490,13 @@ class CudaQRState final : public QRState<S> {
   struct Needs {
     Index a, t, tau, scratch, conversion, partials;
   };
-  Needs needs(Index rows, Index cols, Precision mode, int lanes) const {
+  // (`eager`: eagerSpineUpdates(mode), read once by the caller: allocateIn keeps it for the factorizations.)
+  Needs needs(Index rows, Index cols, Precision mode, int lanes, bool eager) const {
     const Index k = std::min(rows, cols);
     return Needs{std::max<Index>(rows * cols, 1),
                  std::max<Index>(k * k, 1),
                  std::max<Index>(k, 1),
-                 std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes, maxMergedCols(mode, rows)),
+                 std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes, maxMergedCols(mode, rows), eager),
                                  1),
                  conversionBytes(mode, rows, cols),
                  accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors(),
@@ -503,7 +505,7 @@ class CudaQRState final : public QRState<S> {
   // What allocateIn would add to the device memory held now (a buffer that grows is freed before its larger one is
   // allocated), not counting cuSOLVER's small workspace, the column scales and cuBLAS's own allocations.
   std::size_t growthBytes(Index rows, Index cols, Precision mode, int lanes) const {
-    const Needs n = needs(rows, cols, mode, lanes);
+    const Needs n = needs(rows, cols, mode, lanes, eagerSpineUpdates(mode));
     return m_a.growthBytes(n.a) + m_t.growthBytes(n.t) + m_tau.growthBytes(n.tau) + m_scratch.growthBytes(n.scratch) +
            m_conversion.buffer.growthBytes(n.conversion) + m_partials.buffer.growthBytes(n.partials) +
            m_ctx.laneGrowthBytes(lanes, n.conversion, n.partials);
@@ -514,7 +516,8 @@ class CudaQRState final : public QRState<S> {
   // `greenOnly`: the lanes are the default ones, made on the green context or not at all (CudaContext::reserveLanes).
   void allocateIn(Index rows, Index cols, Precision mode, int lanes, bool greenOnly = false) {
     const Index k = std::min(rows, cols);
-    const Needs n = needs(rows, cols, mode, lanes);
+    const bool eager = eagerSpineUpdates(mode);
+    const Needs n = needs(rows, cols, mode, lanes, eager);
     const Index need[4] = {n.a, n.t, n.tau, n.scratch};
     const Index convBytes = n.conversion, partialBytes = n.partials;
     const bool grows = need[0] > m_a.capacity() || need[1] > m_t.capacity() ||
@@ -553,6 +556,7 @@ class CudaQRState final : public QRState<S> {
     m_cols = cols;
     m_mode = mode;
     m_laneCount = lanes;
+    m_eagerSpine = eager;
   }
 
   // After a failed allocation: nothing is kept (the object is empty and reusable, see the out-of-memory test).
@@ -639,7 +643,8 @@ class CudaQRState final : public QRState<S> {
     // size decides how some products are split, CudaOps::gemmChunks. The host workspace is cuSOLVER's.)
     FactorGraph::Key key = {std::uintptr_t(m_rows), std::uintptr_t(m_cols), std::uintptr_t(nb()),
                             std::uintptr_t(panelKind()), std::uintptr_t(ops.mode), std::uintptr_t(scaled),
-                            std::uintptr_t(ops.maxMergedCols), std::uintptr_t(ops.panelKernelRows),
+                            std::uintptr_t(ops.maxMergedCols), std::uintptr_t(ops.eagerSpine),
+                            std::uintptr_t(ops.panelKernelRows),
                             std::uintptr_t(ops.panelRowsPerThread), std::uintptr_t(x3PairedCorrections()),
                             std::uintptr_t(x3FusedFirstChunk()), addr(stream()), addr(colScale), addr(m_a.get()),
                             addr(m_t.get()), addr(m_tau.get()), addr(m_scratch.get()), addr(m_work.get()),
@@ -773,6 +778,7 @@ class CudaQRState final : public QRState<S> {
   Precision m_precision = Precision::Default;
   Precision m_mode = Precision::Default;  // of the current factorization (allocate)
   int m_laneCount = 0;                     // its look-ahead lanes (allocate)
+  bool m_eagerSpine = false;               // whether the last of them is the eager lane (allocate)
   std::vector<Miss> m_misses;  // allocate's choices that failed (skipsMissed), until the object is destroyed
   Miss m_lastFactored;         // the shape and mode of the object's last allocate() (its `lanes` unused)
   std::pair<Index, Index> m_workQueried{-1, -1};  // panel shape the cuSOLVER workspace was last sized for

@@ -318,6 +318,7 @@ struct CudaOps {
   OpTrace* trace = nullptr;  ///< TCQR_TRACE=1: per-operation GPU times (OpTrace.hpp); null otherwise
   int sms = 1;               ///< multiprocessors of the device (the chunk counts of gemmChunkedTN)
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
+  bool eagerSpine = false;  ///< factorRecursive's eager lane (backends set Tunables' eagerSpineUpdates)
   Index panelKernelRows = 0;  ///< householderPanel's row limit (usePanelKernel; 0: not used)
   int panelPriority = 0;  ///< householderPanel's launch priority (0: the stream's; CudaContext::fillLanes)
   int panelRowsPerThread = 0;  ///< launchHouseholderPanel's choice (0: its own)

@@ -70,6 +70,7 @@ template <typename S>
 struct HostOps {
   Precision mode = Precision::Default;  ///< arithmetic of gemm() (emulated); gemmExact() always runs in S
   Index maxMergedCols = 0;  ///< factorRecursive's merge cap (0: none; backends set Tunables' maxMergedCols)
+  bool eagerSpine = false;  ///< factorRecursive's eager lane (backends set Tunables' eagerSpineUpdates)
   Index panelKernelRows = 0;  ///< usePanelKernel's row limit: 0 in host factorizations, set by tests only
   /// gemm() applies halfNarrowInTf32 (false inside trmmLowerAcc: see there).
   bool narrowAsTf32 = true;

@@ -286,6 +286,23 @@ inline bool halfNarrowInTf32(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n,
 constexpr std::ptrdiff_t kDefaultFp16x3MinDim = 1024;
 constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 
+/// Eager spine updates (Algorithms.hpp factorRecursive, eagerLaneFor): the last look-ahead lane becomes the "eager"
+/// lane. On the recursion's spine, each WY block (at most maxMergedCols columns) of a node's left child updates the
+/// node's right half on that lane as soon as the block is factored, instead of the whole left child's update after
+/// it; the left child's last block updates the right child's left child on the main lane and the rest on the eager
+/// lane, which the right child joins before its own update. The other lanes keep their roles. FP16x3's default
+/// (with two lanes, lookaheadLanes): H200, qr_bench medians of 5, one process each, default (one lane) / two lanes
+/// without / eager with two (bench/results/logs/2026-11-29-h200-eager-spine.log, at 5dde845): 16384^2 108.0, 108.0 /
+/// 108.8, 108.0 / 102.4, 102.0 ms; default / eager, one process per mode: 32768^2 539.0 / 497.3, 65536 x 16384 368.7 /
+/// 355.7, 12288^2 65.8 / 63.0, 8192^2 34.2 / 33.6 (replays, so with lanes). Not FP64's: its panels ran slower beside
+/// the two busy lanes (117.9 against 106 us each, TCQR_TRACE) and 16384^2 took 176.4, 175.3 ms against 173.1, 174.7
+/// (with the eager lane taking the whole last block, 176.0, 176.9 against 175.1, 175.2; with three lanes 181.4, 183.7).
+/// TCQR_EAGER=0/1 overrides the default (read when an object sizes its buffers for a shape and mode, which keep it;
+/// the CUDA graphs' key holds it).
+inline bool eagerSpineUpdates(Precision mode) {
+  if (const char* v = std::getenv("TCQR_EAGER")) return std::atoi(v) != 0;
+  return mode == Precision::FP16x3;
+}
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns
 /// (and for FP16x3 from 16384, from 8192 from an object's second factorization of the shape; below):
@@ -309,7 +326,8 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 /// 142.4-145.0 / 136.9-137.7; one object, replays: 8192^2 47.3-49.3 / 44.0-44.1.
 ///
 /// FP16x3 (float's default from 2^24 entries) takes one lane from 16384 rows and columns (from the first
-/// factorization), where it gained on every shape measured. H200, qr_bench medians of 3-5, one process each
+/// factorization), where it gained on every shape measured; since 2026-11-29 a second, the eager lane
+/// (eagerSpineUpdates), with measurements there. H200, qr_bench medians of 3-5, one process each
 /// (bench/results/logs/2026-11-29-h200-fp16x3-lanes.log): at d2d534f, TCQR_LOOKAHEAD=0 / 1: 16384^2 118.9-119.1 /
 /// 113.1-113.6 ms (two lanes 113.3-113.7), 32768^2 555.4 / 544.3, 65536 x 16384 386.2 / 369.2, 8192^2 36.6 / 36.1 (not
 /// taken: one run each, within noise; 131072 x 2048 lost 9% in the run above); with the default, TCQR_LOOKAHEAD=0 /
@@ -333,7 +351,7 @@ inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bo
     return 2;
   if (mode == Precision::FP16x3 && std::min(m, n) >= kLookaheadFp16x3MinDim &&
       (again || std::min(m, n) >= kLookaheadFp16x3FirstDim))
-    return 1;
+    return eagerSpineUpdates(mode) ? 2 : 1;  // (the second is the eager lane)
   return 0;
 }
 /// The multiprocessors the lanes' cuBLAS handles leave out of their GEMMs' sizing (cublasSetSmCountTarget, the device's
@@ -388,12 +406,6 @@ inline bool mainLanePriority(Precision mode) {
   if (const char* v = std::getenv("TCQR_MAIN_PRIORITY")) return std::atoi(v) != 0;
   return mode == Precision::FP16x3;
 }
-/// Experiment (branch wip/eager-spine, 2026-11-29; not measured on a GPU yet): TCQR_EAGER=1 makes the last look-ahead lane
-/// an "eager" lane: on the recursion's spine, each WY block of a node's left child updates the node's right half on
-/// that lane as soon as the block is factored, instead of the whole left child's update after it (Algorithms.hpp
-/// factorRecursive). The other lanes keep their roles. Read at every spine node (the host test switches it; the CUDA
-/// graphs' key does not hold it, so switch it only between processes there).
-inline bool eagerSpineUpdates() { return envIndex("TCQR_EAGER", 0) != 0; }
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).
 /// Read on every product (tests compare both ways in one process).

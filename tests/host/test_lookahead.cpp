@@ -113,7 +113,8 @@ Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel,
   const Eigen::Index m = A0.rows(), n = A0.cols(), k = std::min(m, n);
   Mat<T> A = A0, Tm(k, k);
   std::vector<T> tau(static_cast<size_t>(k));
-  const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, nb, panel, ops.lanes(), ops.maxMergedCols);
+  const Eigen::Index need = tcqr::detail::factorTotalScratch(m, n, nb, panel, ops.lanes(), ops.maxMergedCols,
+                                                                    ops.eagerSpine);
   const T guard = T(12345.5);
   // As many guard values as the promised scratch, so that even an overrun by a whole region is caught here.
   const Eigen::Index guards = std::max<Eigen::Index>(need, 64);
@@ -122,7 +123,7 @@ Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel,
     ops.base = scratch.data();
     ops.mainSize = tcqr::detail::factorMainScratch(m, n, nb, panel);
     Eigen::Index sizes[tcqr::detail::kMaxLanes], at = ops.mainSize;
-    tcqr::detail::laneScratchSizes(m, n, nb, ops.lanes(), sizes, ops.maxMergedCols);
+    tcqr::detail::laneScratchSizes(m, n, nb, ops.lanes(), sizes, ops.maxMergedCols, ops.eagerSpine);
     for (size_t q = 0; q < static_cast<size_t>(tcqr::detail::kMaxLanes); ++q) {
       ops.offset[q] = at;
       ops.size[q] = sizes[q];
@@ -192,20 +193,20 @@ TEST_CASE_TEMPLATE("look-ahead lanes: split updates, forks joined, lanes nested,
   }
 }
 
-// TCQR_EAGER=1 (Tunables.hpp eagerSpineUpdates, an experiment): the last lane applies each WY block of a spine node's
-// left child to the node's right half as soon as the block is factored, the other lanes fork as before. Run at the
+// The eager lane (Ops::eagerSpine; Tunables.hpp eagerSpineUpdates, FP16x3's default): the last lane applies each WY
+// block of a spine node's left child to the node's right half as soon as the block is factored (the last block: the
+// right child's left child on the main lane, the rest on the eager lane), the other lanes fork as before. Run at the
 // join (deferred), every block queued on the eager lane must have run before the right half is read, or the result
 // is wrong; run at once, nothing may write the right half meanwhile.
-TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane (TCQR_EAGER=1) updates the spine's right halves block by block",
+TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane updates the spine's right halves block by block",
                    T, float, double) {
   TCQR_RANDOM_SEED();
-  const tcqr_test::ScopedEnv eager("TCQR_EAGER", "1");
   const double eps = double(Eigen::NumTraits<T>::epsilon());
   struct Case {
     Eigen::Index m, n, nb, cap;
     PanelKind panel;
   };
-  // (cap < nb: no eager lane, the lanes fork as without TCQR_EAGER; 48 with nb 32: blocks that are not leaf multiples)
+  // (cap < nb: no eager lane, the lanes fork as without it; 48 with nb 32: blocks that are not leaf multiples)
   for (const Case c : {Case{600, 600, 16, 32, PanelKind::Tsqr}, Case{1100, 700, 32, 64, PanelKind::Geqrf},
                        Case{900, 900, 8, 16, PanelKind::Hybrid}, Case{520, 700, 16, 48, PanelKind::Tsqr},
                        Case{700, 640, 32, 48, PanelKind::Geqrf}, Case{600, 600, 64, 32, PanelKind::Tsqr}}) {
@@ -218,7 +219,8 @@ TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane (TCQR_EAGER=1) updates the 
         ops.laneCount = laneCount;
         ops.deferred = deferred;
         ops.maxMergedCols = c.cap;
-        const int eagerLane = tcqr::detail::eagerLaneFor(std::min(c.m, c.n), c.nb, laneCount, c.cap);
+        ops.eagerSpine = true;
+        const int eagerLane = tcqr::detail::eagerLaneFor(std::min(c.m, c.n), c.nb, laneCount, c.cap, true);
         CHECK(eagerLane == (c.cap >= c.nb ? laneCount - 1 : -1));
         ops.eagerLane = eagerLane;
         std::vector<Eigen::Index> blocks;
@@ -261,16 +263,29 @@ TEST_CASE("look-ahead lanes: the defaults by mode and shape (Tunables.hpp lookah
   CHECK(lookaheadLanes(Precision::FP64, 8192, 8192, false) == 0);
   CHECK(lookaheadLanes(Precision::FP64, 16384, 8192, false) == 2);
   CHECK(lookaheadLanes(Precision::FP64, 131072, 2048, true) == 0);
-  // FP16x3: one lane from 16384 rows and columns from the first factorization, from 8192 from the second in a row.
-  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 16384, false) == 1);
-  CHECK(lookaheadLanes(Precision::FP16x3, 65536, 16384, false) == 1);
-  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 65536, false) == 1);
+  // FP16x3: two lanes (the second the eager one) from 16384 rows and columns from the first factorization, from 8192
+  // from the second in a row; one without the eager lane (TCQR_EAGER=0).
+  const tcqr_test::ScopedEnv eager("TCQR_EAGER");
+  eager.unset();
+  CHECK(tcqr::detail::eagerSpineUpdates(Precision::FP16x3));
+  CHECK(!tcqr::detail::eagerSpineUpdates(Precision::FP64));
+  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 16384, false) == 2);
+  CHECK(lookaheadLanes(Precision::FP16x3, 65536, 16384, false) == 2);
+  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 65536, false) == 2);
   CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, false) == 0);
-  CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, true) == 1);
+  CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, true) == 2);
   CHECK(lookaheadLanes(Precision::FP16x3, 16384, 8192, false) == 0);
-  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 8192, true) == 1);
+  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 8192, true) == 2);
   CHECK(lookaheadLanes(Precision::FP16x3, 4096, 4096, true) == 0);
   CHECK(lookaheadLanes(Precision::FP16x3, 131072, 2048, true) == 0);
+  eager.set("0");
+  CHECK(lookaheadLanes(Precision::FP16x3, 16384, 16384, false) == 1);
+  CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, true) == 1);
+  CHECK(lookaheadLanes(Precision::FP64, 16384, 16384, false) == 2);
+  eager.set("1");
+  CHECK(tcqr::detail::eagerSpineUpdates(Precision::FP64));
+  CHECK(lookaheadLanes(Precision::FP64, 16384, 16384, false) == 2);
+  eager.unset();
   for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
     CHECK(lookaheadLanes(p, 32768, 32768, true) == 0);
   forced.set("3");  // an explicit count, anywhere
