@@ -490,14 +490,15 @@ class CudaQRState final : public QRState<S> {
   struct Needs {
     Index a, t, tau, scratch, conversion, partials;
   };
-  // (`eager`: eagerSpineUpdates(mode), read once by the caller: allocateIn keeps it for the factorizations.)
+  // (`eager`: eagerSpineUpdates(mode, rows, cols), read once by the caller: allocateIn keeps it for the
+  // factorizations.)
   Needs needs(Index rows, Index cols, Precision mode, int lanes, bool eager) const {
     const Index k = std::min(rows, cols);
     return Needs{std::max<Index>(rows * cols, 1),
                  std::max<Index>(k * k, 1),
                  std::max<Index>(k, 1),
-                 std::max<Index>(factorTotalScratch(rows, cols, nb(), panelKind(), lanes, maxMergedCols(mode, rows), eager),
-                                 1),
+                 std::max<Index>(
+                     factorTotalScratch(rows, cols, nb(), panelKind(), lanes, maxMergedCols(mode, rows), eager), 1),
                  conversionBytes(mode, rows, cols),
                  accumPartialBytes(rows, cols, Index(sizeof(S)), m_ctx.multiprocessors(),
                                    tnSequentialTiles(std::is_same<S, double>::value))};
@@ -505,7 +506,7 @@ class CudaQRState final : public QRState<S> {
   // What allocateIn would add to the device memory held now (a buffer that grows is freed before its larger one is
   // allocated), not counting cuSOLVER's small workspace, the column scales and cuBLAS's own allocations.
   std::size_t growthBytes(Index rows, Index cols, Precision mode, int lanes) const {
-    const Needs n = needs(rows, cols, mode, lanes, eagerSpineUpdates(mode));
+    const Needs n = needs(rows, cols, mode, lanes, eagerSpineUpdates(mode, rows, cols));
     return m_a.growthBytes(n.a) + m_t.growthBytes(n.t) + m_tau.growthBytes(n.tau) + m_scratch.growthBytes(n.scratch) +
            m_conversion.buffer.growthBytes(n.conversion) + m_partials.buffer.growthBytes(n.partials) +
            m_ctx.laneGrowthBytes(lanes, n.conversion, n.partials);
@@ -516,7 +517,7 @@ class CudaQRState final : public QRState<S> {
   // `greenOnly`: the lanes are the default ones, made on the green context or not at all (CudaContext::reserveLanes).
   void allocateIn(Index rows, Index cols, Precision mode, int lanes, bool greenOnly = false) {
     const Index k = std::min(rows, cols);
-    const bool eager = eagerSpineUpdates(mode);
+    const bool eager = eagerSpineUpdates(mode, rows, cols);
     const Needs n = needs(rows, cols, mode, lanes, eager);
     const Index need[4] = {n.a, n.t, n.tau, n.scratch};
     const Index convBytes = n.conversion, partialBytes = n.partials;

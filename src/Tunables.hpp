@@ -290,23 +290,31 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 /// lane. On the recursion's spine, each WY block (at most maxMergedCols columns) of a node's left child updates the
 /// node's right half on that lane as soon as the block is factored, instead of the whole left child's update after
 /// it; the left child's last block updates the right child's left child on the main lane and the rest on the eager
-/// lane, which the right child joins before its own update. The other lanes keep their roles. FP16x3's default
-/// (with two lanes, lookaheadLanes): H200, qr_bench medians of 5, one process each, default (one lane) / two lanes
-/// without / eager with two (bench/results/logs/2026-11-29-h200-eager-spine.log, at 5dde845): 16384^2 108.0, 108.0 /
-/// 108.8, 108.0 / 102.4, 102.0 ms; default / eager, one process per mode: 32768^2 539.0 / 497.3, 65536 x 16384 368.7 /
-/// 355.7, 12288^2 65.8 / 63.0, 8192^2 34.2 / 33.6 (replays, so with lanes). Not FP64's: its panels ran slower beside
-/// the two busy lanes (117.9 against 106 us each, TCQR_TRACE) and 16384^2 took 176.4, 175.3 ms against 173.1, 174.7
-/// (with the eager lane taking the whole last block, 176.0, 176.9 against 175.1, 175.2; with three lanes 181.4, 183.7).
+/// lane, which the right child joins before its own update. The other lanes keep their roles.
+///
+/// On by default for FP16x3 (with a second lane for it, lookaheadLanes) and for FP64 below kEagerFp64MaxElements
+/// entries (its two lanes: one regular, one eager). H200, qr_bench medians of 5, one process each
+/// (bench/results/logs/2026-11-29-h200-eager-spine.log):
+/// - FP16x3 at 5dde845, default (one lane) / two lanes without / eager with two: 16384^2 108.0, 108.0 / 108.8, 108.0 /
+///   102.4, 102.0 ms; default / eager, one process per mode: 32768^2 539.0 / 497.3, 65536 x 16384 368.7 / 355.7,
+///   12288^2 65.8 / 63.0, 8192^2 34.2 / 33.6 (replays, so with lanes).
+/// - FP64, without / with (runs 2 and 3): 8192^2 41.4, 41.5, 41.5 / 39.6, 39.6, 39.8 ms, 12288^2 89.7, 90.5, 90.0 /
+///   87.7, 87.0, 87.1, 16384 x 8192 70.4, 70.5, 70.8 / 68.1, 68.2, 67.9; but 16384^2 173.1, 174.7 / 176.4, 175.3 and
+///   65536 x 8192 243.7 / 246.0: there its panels ran slower beside the two busy lanes (117.9 against 106 us each,
+///   TCQR_TRACE). (With the eager lane taking the whole last block, 16384^2 176.0, 176.9 against 175.1, 175.2; with
+///   three lanes, two of them regular, 181.4, 183.7.)
 /// TCQR_EAGER=0/1 overrides the default (read when an object sizes its buffers for a shape and mode, which keep it;
 /// the CUDA graphs' key holds it).
-inline bool eagerSpineUpdates(Precision mode) {
+constexpr std::ptrdiff_t kEagerFp64MaxElements = std::ptrdiff_t(1) << 28;
+inline bool eagerSpineUpdates(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n) {
   if (const char* v = std::getenv("TCQR_EAGER")) return std::atoi(v) != 0;
-  return mode == Precision::FP16x3;
+  return mode == Precision::FP16x3 || (mode == Precision::FP64 && m * n < kEagerFp64MaxElements);
 }
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns
 /// (and for FP16x3 from 16384, from 8192 from an object's second factorization of the shape; below):
-/// two lanes on a green context of most of the SMs (lookaheadGreenSMs; three quarters when measured here), replayed
+/// two lanes (below 2^28 entries the second is the eager lane, eagerSpineUpdates) on a green context of most of the
+/// SMs (lookaheadGreenSMs; three quarters when measured here), replayed
 /// from graphs, with the
 /// one-kernel panels at the greatest stream priority (docs/DESIGN.md "Look-ahead"). H200, qr_bench medians of 7, same
 /// build, lanes off / on (bench/results/logs/2026-11-28-h200-lookahead-green.log): FP64 8192^2 46.30 / 43.82 ms,
@@ -351,7 +359,7 @@ inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bo
     return 2;
   if (mode == Precision::FP16x3 && std::min(m, n) >= kLookaheadFp16x3MinDim &&
       (again || std::min(m, n) >= kLookaheadFp16x3FirstDim))
-    return eagerSpineUpdates(mode) ? 2 : 1;  // (the second is the eager lane)
+    return eagerSpineUpdates(mode, m, n) ? 2 : 1;  // (the second is the eager lane)
   return 0;
 }
 /// The multiprocessors the lanes' cuBLAS handles leave out of their GEMMs' sizing (cublasSetSmCountTarget, the device's

@@ -193,11 +193,11 @@ TEST_CASE_TEMPLATE("look-ahead lanes: split updates, forks joined, lanes nested,
   }
 }
 
-// The eager lane (Ops::eagerSpine; Tunables.hpp eagerSpineUpdates, FP16x3's default): the last lane applies each WY
-// block of a spine node's left child to the node's right half as soon as the block is factored (the last block: the
-// right child's left child on the main lane, the rest on the eager lane), the other lanes fork as before. Run at the
-// join (deferred), every block queued on the eager lane must have run before the right half is read, or the result
-// is wrong; run at once, nothing may write the right half meanwhile.
+// The eager lane (Ops::eagerSpine; Tunables.hpp eagerSpineUpdates, FP16x3's and some FP64's default): the last
+// lane applies each WY block of a spine node's left child to the node's right half as soon as the block is factored
+// (the last block: the right child's left child on the main lane, the rest on the eager lane), the other lanes fork
+// as before. Run at the join (deferred), every block queued on the eager lane must have run before the right half is
+// read, or the result is wrong; run at once, nothing may write the right half meanwhile.
 TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane updates the spine's right halves block by block",
                    T, float, double) {
   TCQR_RANDOM_SEED();
@@ -267,8 +267,14 @@ TEST_CASE("look-ahead lanes: the defaults by mode and shape (Tunables.hpp lookah
   // from the second in a row; one without the eager lane (TCQR_EAGER=0).
   const tcqr_test::ScopedEnv eager("TCQR_EAGER");
   eager.unset();
-  CHECK(tcqr::detail::eagerSpineUpdates(Precision::FP16x3));
-  CHECK(!tcqr::detail::eagerSpineUpdates(Precision::FP64));
+  CHECK(tcqr::detail::eagerSpineUpdates(Precision::FP16x3, 16384, 16384));
+  // (FP64: eager below 2^28 entries, with its two lanes, one of them the eager one)
+  CHECK(tcqr::detail::eagerSpineUpdates(Precision::FP64, 12288, 12288));
+  CHECK(tcqr::detail::eagerSpineUpdates(Precision::FP64, 16384, 8192));
+  CHECK(!tcqr::detail::eagerSpineUpdates(Precision::FP64, 16384, 16384));
+  CHECK(!tcqr::detail::eagerSpineUpdates(Precision::FP64, 65536, 8192));
+  for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
+    CHECK(!tcqr::detail::eagerSpineUpdates(p, 16384, 16384));
   CHECK(lookaheadLanes(Precision::FP16x3, 16384, 16384, false) == 2);
   CHECK(lookaheadLanes(Precision::FP16x3, 65536, 16384, false) == 2);
   CHECK(lookaheadLanes(Precision::FP16x3, 16384, 65536, false) == 2);
@@ -283,7 +289,7 @@ TEST_CASE("look-ahead lanes: the defaults by mode and shape (Tunables.hpp lookah
   CHECK(lookaheadLanes(Precision::FP16x3, 8192, 8192, true) == 1);
   CHECK(lookaheadLanes(Precision::FP64, 16384, 16384, false) == 2);
   eager.set("1");
-  CHECK(tcqr::detail::eagerSpineUpdates(Precision::FP64));
+  CHECK(tcqr::detail::eagerSpineUpdates(Precision::FP64, 16384, 16384));
   CHECK(lookaheadLanes(Precision::FP64, 16384, 16384, false) == 2);
   eager.unset();
   for (Precision p : {Precision::FP32, Precision::TF32x3, Precision::TF32, Precision::FP16, Precision::BF16})
