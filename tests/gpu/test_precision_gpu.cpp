@@ -289,9 +289,15 @@ TEST_SUITE("gpu") {
       CHECK(shortOfMemory.matrixQR() == first);
     }
     CHECK(cudaGetLastError() == cudaSuccess);
-    shortOfMemory.compute(A);  // the memory is back
+    // The memory is back. The object's later factorizations of the shape run with FP16x3's look-ahead lanes (8192^2:
+    // from its second one in a row, Tunables.hpp lookaheadLanes), whose split and blockwise products round otherwise
+    // than the fresh object's: with the eager lane 7.0e-8 from it, against the modes' 2.5e-7 apart (H200, 7ce05f1).
+    shortOfMemory.compute(A);
     CHECK(shortOfMemory.activePrecision() == Precision::FP16x3);
-    CHECK(relativeDifference(shortOfMemory.matrixQR(), fp16x3QR) <= 0.25 * modesApart);
+    CHECK(report("FP16x3 again against FP16x3", relativeDifference(shortOfMemory.matrixQR(), fp16x3QR)) <=
+          0.5 * modesApart);
+    CHECK(report("backward (estimate), FP16x3 again", backwardEstimate(shortOfMemory)) <=
+          tcqr_test::kTestSlack * tcqr_test::modeBounds(Precision::FP16x3).backward);
   }
 
   TEST_CASE_TEMPLATE("[Cuda] solve() in every precision mode", T, float, double) {
