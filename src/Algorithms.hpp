@@ -131,7 +131,7 @@ struct LaneScratch {
   int count = 0;
   S* p[kMaxLanes] = {};
   Index size[kMaxLanes] = {};
-  int eager = -1;  ///< the eager lane (TCQR_EAGER; eagerLaneFor), -1: none
+  int eager = -1;  ///< the eager lane (Ops::eagerSpine; eagerLaneFor), -1: none
 };
 
 /// T (k x k, upper triangular, zeros below the diagonal) of a freshly factored panel, from S = Y^T Y and tau
@@ -387,6 +387,7 @@ void applyWYBlocks(Ops& ops, View<S> Yp, View<S> T, View<S> B, bool onLeft, bool
 ///   f(laneOps) queues work on it), joinLane(q) (the main lane waits for lane q's queued work; no-op when none),
 ///   joinAllLanes() (noexcept: joins every lane with queued work; factor() calls it on the way out, even when an
 ///   operation threw).
+/// With Ops::eagerSpine the last lane is the eager lane instead (eagerLaneFor; "eager" in the code below).
 ///
 /// `identity` (null, or a flag per column: identityReflectorColumns) marks the columns whose reflector may have to
 /// be the identity (tau = 0), which neither a TSQR panel (ReconstructWY always reflects) nor cuSOLVER's geqrf (it
@@ -480,10 +481,11 @@ void factorRecursiveNode(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, Panel
   const bool leftBlocks = blocks && cap > 0 && n1 > cap;
   if (blocks && !leftBlocks) blocks->push_back(col0);
   const size_t leftFirst = blocks ? blocks->size() : 0;
-  // TCQR_EAGER (experiment): the last lane is the eager lane; a spine node whose left child stays WY blocks queues
-  // each block's update of A2 on it as soon as the block is factored (the blocks complete in column order, and the
-  // lane's stream keeps that order), so that when the left child is done A2 needs only the lane's last blocks. The
-  // regular forks then use the other lanes.
+  // The eager lane (Ops::eagerSpine; Tunables.hpp eagerSpineUpdates): the last lane; a spine node whose left child
+  // stays WY blocks queues each block's update of A2 on it as soon as the block is factored (the blocks complete in
+  // column order, and the lane's stream keeps that order), so that when the left child is done A2 needs only the
+  // lane's last block. Such a node forks no regular lane itself; the regular forks inside its left child use the
+  // other lanes.
   const int eagerLane = lanes != nullptr && lanes->eager < std::min(lanes->count, ops.lanes()) ? lanes->eager : -1;
   const bool eagerOn = eagerLane >= 0;
   // (pendingLane == eagerLane: this node is an eager node's right child, whose left child's columns its parent

@@ -181,9 +181,10 @@ TEST_SUITE("gpu") {
     }
   }
 
-  // The eager lane (TCQR_EAGER=1, FP16x3's default at 8192 and more; forced here in the shapes' default modes) with
-  // left children kept as WY blocks of 64 columns, so that the spine's blocks update the right halves on the eager
-  // lane while the main lane factors the next ones, with one regular lane and with two.
+  // The eager lane (TCQR_EAGER=1; by default in FP16x3, and in FP64 below 2^28 entries, where they take lanes; forced
+  // here in the shapes' default modes) with left children kept as WY blocks of 64 columns, so that the spine's blocks
+  // update the right halves on the eager lane while the main lane factors the next ones, with one regular lane and
+  // with two.
   TEST_CASE_TEMPLATE("[Cuda] look-ahead: the eager lane with a merge cap of 64 columns", T, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
@@ -725,8 +726,8 @@ TEST_SUITE("gpu") {
 
   // FP16x3, float's default there, runs with two look-ahead lanes (the second the eager lane, eagerSpineUpdates) from
   // 16384 rows and columns (Tunables.hpp lookaheadLanes), from an object's first factorization of the shape on; where
-  // the lanes do not fit, without them, bit for bit as with TCQR_LOOKAHEAD=0. (A 16384^2 Q R is too slow to check on the host: the solve's backward error
-  // checks both factorizations instead.)
+  // the lanes do not fit, without them, bit for bit as with TCQR_LOOKAHEAD=0. (A 16384^2 Q R is too slow to check on
+  // the host: the solve's backward error checks both factorizations instead.)
   TEST_CASE("[Cuda] FP16x3 16384^2 (float's default): two default look-ahead lanes, and none where they do not fit") {
     TCQR_RANDOM_SEED();
     using MF = Eigen::MatrixXf;

@@ -206,7 +206,7 @@ TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane updates the spine's right h
     Eigen::Index m, n, nb, cap;
     PanelKind panel;
   };
-  // (cap < nb: no eager lane, the lanes fork as without it; 48 with nb 32: blocks that are not leaf multiples)
+  // (cap < nb: no eager lane, the lanes fork as without it; 48: a cap off the leaf grid)
   for (const Case c : {Case{600, 600, 16, 32, PanelKind::Tsqr}, Case{1100, 700, 32, 64, PanelKind::Geqrf},
                        Case{900, 900, 8, 16, PanelKind::Hybrid}, Case{520, 700, 16, 48, PanelKind::Tsqr},
                        Case{700, 640, 32, 48, PanelKind::Geqrf}, Case{600, 600, 64, 32, PanelKind::Tsqr}}) {
