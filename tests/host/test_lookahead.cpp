@@ -141,6 +141,19 @@ Result factorWith(Ops& ops, const Mat<T>& A0, Eigen::Index nb, PanelKind panel,
 
 }  // namespace
 
+/// A correct factorization: ||A - Q R|| / (||A|| m eps) and ||Q^T Q - I|| / (m eps) below 30, with Q the product of
+/// the reflectors (Eigen's HouseholderSequence over the packed factor and tau), as the library's own suites bound it.
+template <typename T>
+void checkFactorization(const Mat<T>& A, const Result& r, double eps) {
+  const Eigen::Index m = A.rows(), k = std::min(A.rows(), A.cols());
+  const Eigen::MatrixXd Q =
+      Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(r.packed, r.tau) * Eigen::MatrixXd::Identity(m, k);
+  const Eigen::MatrixXd R = r.packed.topRows(k).template triangularView<Eigen::Upper>();
+  const Eigen::MatrixXd Ad = A.template cast<double>();
+  CHECK((Ad - Q * R).norm() / (Ad.norm() * double(m) * eps) < 30);
+  CHECK((Q.transpose() * Q - Eigen::MatrixXd::Identity(k, k)).norm() / (double(m) * eps) < 30);
+}
+
 TEST_CASE_TEMPLATE("look-ahead lanes: split updates, forks joined, lanes nested, scratch sufficient", T, float,
                    double) {
   TCQR_RANDOM_SEED();
@@ -177,17 +190,9 @@ TEST_CASE_TEMPLATE("look-ahead lanes: split updates, forks joined, lanes nested,
           if (need[q] > 0) expected = q;
         CHECK(ops.highestLane == expected);
         if (c.n == 600) CHECK(ops.highestLane == std::min(laneCount, 3) - 1);
-        // A correct factorization: ||A - Q R|| / (||A|| m eps) with Q the product of the reflectors (Eigen's
-        // HouseholderSequence over the packed factor and tau), as the library's own suites bound it. (Entrywise
-        // agreement with the run without lanes is not asked for: the split GEMMs may round differently, and a
-        // Householder sign at rounding level may then flip.)
-        const Eigen::Index k = std::min(c.m, c.n);
-        const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(r.packed, r.tau) *
-                                  Eigen::MatrixXd::Identity(c.m, k);
-        const Eigen::MatrixXd R = r.packed.topRows(k).template triangularView<Eigen::Upper>();
-        const Eigen::MatrixXd Ad = A.template cast<double>();
-        CHECK((Ad - Q * R).norm() / (Ad.norm() * double(c.m) * eps) < 30);
-        CHECK((Q.transpose() * Q - Eigen::MatrixXd::Identity(k, k)).norm() / (double(c.m) * eps) < 30);
+        // A correct factorization (entrywise agreement with the run without lanes is not asked for: the split GEMMs
+        // may round differently, and a Householder sign at rounding level may then flip).
+        checkFactorization(A, r, eps);
       }
     }
   }
@@ -241,13 +246,7 @@ TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane updates the spine's right h
         } else {
           CHECK(ops.eagerExtraForks() == 0);
         }
-        const Eigen::Index k = std::min(c.m, c.n);
-        const Eigen::MatrixXd Q = Eigen::HouseholderSequence<Eigen::MatrixXd, Eigen::VectorXd>(r.packed, r.tau) *
-                                  Eigen::MatrixXd::Identity(c.m, k);
-        const Eigen::MatrixXd R = r.packed.topRows(k).template triangularView<Eigen::Upper>();
-        const Eigen::MatrixXd Ad = A.template cast<double>();
-        CHECK((Ad - Q * R).norm() / (Ad.norm() * double(c.m) * eps) < 30);
-        CHECK((Q.transpose() * Q - Eigen::MatrixXd::Identity(k, k)).norm() / (double(c.m) * eps) < 30);
+        checkFactorization(A, r, eps);
       }
     }
   }
