@@ -519,8 +519,10 @@ void factorRecursiveNode(Ops& ops, View<S> A, S* tau, View<S> T, Index nb, Panel
   std::vector<Index> left;  // the left child's blocks, relative to its first column
   if (leftBlocks)
     for (size_t i = leftFirst; i < blocks->size(); ++i) left.push_back((*blocks)[i] - col0);
-  // A2 may still be in the parent's look-ahead update (this node is its right child): wait for it.
-  if (pendingLane >= 0) ops.joinLane(pendingLane);
+  // A2 may still be in the parent's look-ahead update (this node is its right child): wait for it. (An eager node
+  // need not: its blocks' updates of A2 queued on the eager lane after the parent's, and its last block's sink joined
+  // the lane before the main lane's window update; a join here would wait for that last block's rest.)
+  if (pendingLane >= 0 && !eager) ops.joinLane(pendingLane);
   if (eager) {  // every block of the left child has been queued (A2 is Q1^T A2 once the eager lane is done with it)
     if (eagerWindow == 0) ops.joinLane(eagerLane);
     factorRecursive(ops, A2.bottomRows(m - n1), tau + n1, T2, nb, panel, scratch, identity ? identity + n1 : nullptr,

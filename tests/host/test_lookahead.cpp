@@ -47,7 +47,7 @@ struct LaneHostOps : HostOps<T> {
   std::array<std::vector<std::function<void()>>, tcqr::detail::kMaxLanes> queued;
   unsigned pending = 0;
   int forks = 0, joins = 0, highestLane = -1;
-  std::array<int, tcqr::detail::kMaxLanes> forksOn{};
+  std::array<int, tcqr::detail::kMaxLanes> forksOn{}, joinsOn{};
   int extraForks = 0;  ///< forks onto a lane that already had work queued (the eager lane's blocks)
   int eagerLane = -1;  ///< the lane that may take several forks per join (the test sets it)
   int eagerExtraForks() const { return extraForks; }
@@ -96,6 +96,7 @@ struct LaneHostOps : HostOps<T> {
     queued[i].clear();
     pending &= ~(1u << q);
     ++joins;
+    ++joinsOn[i];
   }
   void joinAllLanes() noexcept {
     for (int q = 0; q < laneCount; ++q) joinLane(q);
@@ -243,6 +244,18 @@ TEST_CASE_TEMPLATE("look-ahead lanes: the eager lane updates the spine's right h
           for (Eigen::Index b : blocks) topBlocks += b < n1;
           CHECK(ops.forksOn[static_cast<size_t>(eagerLane)] >= topBlocks);
           CHECK(topBlocks > 1);
+          // One join of the eager lane per eager spine node (at its last block, or after its left child when its
+          // right child is a leaf), and one by the last one's right child: a further join at each nested eager node
+          // would make the main lane wait for the last block's whole update there.
+          int eagerNodes = 0;
+          for (Eigen::Index k = std::min(c.m, c.n); k > c.nb;) {
+            const Eigen::Index n1 = tcqr::detail::splitColumns(k, c.nb);
+            if (n1 <= c.cap) break;
+            ++eagerNodes;
+            k -= n1;
+          }
+          CHECK(eagerNodes >= 2);
+          CHECK(ops.joinsOn[static_cast<size_t>(eagerLane)] <= eagerNodes + 1);
         } else {
           CHECK(ops.eagerExtraForks() == 0);
         }
