@@ -303,24 +303,24 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 ///   65536 x 8192 243.7 / 246.0: there its panels ran slower beside the two busy lanes (117.9 against 106 us each,
 ///   TCQR_TRACE). (With the eager lane taking the whole last block, 16384^2 176.0, 176.9 against 175.1, 175.2; with
 ///   three lanes, two of them regular, 181.4, 183.7.)
-/// - FP32, TF32, FP16 and BF16 (singleProductMode) too, wherever they have lanes (from 2^29 entries, lookaheadLanes,
-///   which has the measurements).
+/// - TF32, FP16 and BF16 (singleProductTensorMode) too, wherever they have lanes (lookaheadLanes, which has the
+///   measurements).
 /// TCQR_EAGER=0/1 overrides the default (read when an object sizes its buffers for a shape and mode, which keep it;
 /// the CUDA graphs' key holds it).
 constexpr std::ptrdiff_t kEagerFp64MaxElements = std::ptrdiff_t(1) << 28;
-/// FP32 and the modes of one tensor-core product per GEMM (TF32, FP16, BF16): one default look-ahead rule for them all.
-inline bool singleProductMode(Precision mode) {
-  return mode == Precision::FP32 || mode == Precision::TF32 || mode == Precision::FP16 || mode == Precision::BF16;
+/// The modes of one tensor-core product per GEMM (TF32, FP16, BF16): one default look-ahead rule for them all.
+inline bool singleProductTensorMode(Precision mode) {
+  return mode == Precision::TF32 || mode == Precision::FP16 || mode == Precision::BF16;
 }
 inline bool eagerSpineUpdates(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n) {
   if (const char* v = std::getenv("TCQR_EAGER")) return std::atoi(v) != 0;
-  return mode == Precision::FP16x3 || singleProductMode(mode) ||
+  return mode == Precision::FP16x3 || singleProductTensorMode(mode) ||
          (mode == Precision::FP64 && m * n < kEagerFp64MaxElements);
 }
 /// Look-ahead lanes of the CUDA recursion (factorRecursive) for an m x n factorization in `mode`, and the
 /// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns
-/// (for FP16x3 from 16384, from 8192 from an object's second factorization of the shape; for FP32, TF32, FP16 and
-/// BF16 from 16384 and 2^29 entries; below):
+/// (for FP16x3 from 16384, from 8192 from an object's second factorization of the shape; for TF32, FP16 and BF16
+/// from 32768 rows and 16384 columns; below):
 /// two lanes (below 2^28 entries the second is the eager lane, eagerSpineUpdates) on a green context of most of the
 /// SMs (lookaheadGreenSMs; three quarters when measured here), replayed
 /// from graphs, with the
@@ -359,18 +359,24 @@ inline bool eagerSpineUpdates(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n
 constexpr std::ptrdiff_t kLookaheadFp64MinDim = 8192;
 constexpr std::ptrdiff_t kLookaheadFp64FirstElements = std::ptrdiff_t(1) << 27;
 constexpr std::ptrdiff_t kLookaheadFp16x3MinDim = 8192, kLookaheadFp16x3FirstDim = 16384;
-/// FP32, TF32, FP16 and BF16 (singleProductMode) take two lanes, the second the eager one, with the main lane on the
-/// priority stream (mainLanePriority), from 16384 rows and columns and 2^29 entries. Until 2026-11-29 they took none:
-/// with one plain lane FP16 32768^2 had gained 1-2% only, and 4096^2-16384^2 had lost. The eager lane and the priority
-/// stream together changed that. H200, qr_bench medians of 5, one process each, default (no lanes) / two lanes, eager,
-/// main priority (bench/results/logs/2026-11-29-h200-eager-single-product-modes.log, run 3): FP16 32768^2 237.9,
-/// 238.1 / 230.6, 221.6 ms, 65536 x 16384 187.5, 185.9 / 176.8, 177.4; BF16 32768^2 245.1, 245.7 / 230.5, 234.5,
-/// 65536 x 16384 186.8, 185.4 / 176.5, 174.9; TF32 32768^2 296.3, 298.5 / 280.7, 278.1, 65536 x 16384 223.3, 221.9 /
-/// 203.6, 203.3. Not below: 16384^2 FP16 67.2, 67.4 / 67.8, 66.8, BF16 69.5, 69.6 / 69.8, 70.0 (TF32 73.0, 73.0 /
-/// 71.8, 71.6; FP32 198.6 / 191.8); 8192^2 lost 2-4% (FP16 26.1, 26.0 / 27.0, 27.0), 131072 x 2048 1-2%. One lane
-/// with the priority stream and without the eager lane gained less (FP16 32768^2 236.3, 65536 x 16384 182.4).
-constexpr std::ptrdiff_t kLookaheadSingleMinDim = 16384;
-constexpr std::ptrdiff_t kLookaheadSingleMinElements = std::ptrdiff_t(1) << 29;
+/// TF32, FP16 and BF16 (singleProductTensorMode) take two lanes, the second the eager one, with the main lane on the
+/// priority stream (mainLanePriority), from 32768 rows and 16384 columns. Until 2026-11-29 they took none: with one
+/// plain lane FP16 32768^2 had gained 1-2% only, and 4096^2-16384^2 had lost. The eager lane and the priority stream
+/// together changed that. H200, qr_bench medians of 5, one process each, no lanes / two lanes, eager, main priority
+/// (bench/results/logs/2026-11-29-h200-eager-single-product-modes.log, runs 3 and 4):
+/// - FP16 32768^2 237.9, 238.1, 236.7 / 230.6, 221.6, 226.5 ms, 65536 x 16384 187.5, 185.9, 186.2 / 176.8, 177.4,
+///   176.6; BF16 32768^2 245.1, 245.7, 241.9 / 230.5, 234.5, 233.1, 65536 x 16384 186.8, 185.4, 185.7 / 176.5, 174.9,
+///   175.2; TF32 32768^2 296.3, 298.5, 294.1 / 280.7, 278.1, 279.6, 65536 x 16384 223.3, 221.9, 221.8 / 203.6, 203.3,
+///   202.4.
+/// - Not at 16384 rows: 16384^2 FP16 67.2, 67.4 / 67.8, 66.8, BF16 69.5, 69.6 / 69.8, 70.0, TF32 73.0, 73.0 / 71.8,
+///   71.6; 16384 x 32768 FP16 92.8 / 92.9, BF16 97.4 / 98.4, TF32 110.7 / 109.2. 8192^2 lost 2-4% (FP16 26.1, 26.0 /
+///   27.0, 27.0), 131072 x 2048 1-2%.
+/// - FP32 lost at 32768^2 (1205.3 / 1271.6 ms, medians of 3; at 16384^2 198.6 / 191.8) and keeps none.
+/// - One lane with the priority stream and without the eager lane gained less (FP16 32768^2 236.3, 65536 x 16384
+///   182.4).
+/// - first_call_probe, FP16 32768^2, no lanes / lanes: a process's first factorization 557 / 624 ms, a new object per
+///   call 278.9-279.9 / 275.7-279.4, an object's destruction 32-39 / 40-45.
+constexpr std::ptrdiff_t kLookaheadSingleMinRows = 32768, kLookaheadSingleMinDim = 16384;
 inline bool lookaheadLanesFromEnv() { return std::getenv("TCQR_LOOKAHEAD") != nullptr; }
 inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bool again) {
   if (const char* v = std::getenv("TCQR_LOOKAHEAD")) return std::max(0, std::atoi(v));
@@ -380,7 +386,7 @@ inline int lookaheadLanes(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n, bo
   if (mode == Precision::FP16x3 && std::min(m, n) >= kLookaheadFp16x3MinDim &&
       (again || std::min(m, n) >= kLookaheadFp16x3FirstDim))
     return eagerSpineUpdates(mode, m, n) ? 2 : 1;  // (the second is the eager lane)
-  if (singleProductMode(mode) && std::min(m, n) >= kLookaheadSingleMinDim && m * n >= kLookaheadSingleMinElements)
+  if (singleProductTensorMode(mode) && m >= kLookaheadSingleMinRows && std::min(m, n) >= kLookaheadSingleMinDim)
     return eagerSpineUpdates(mode, m, n) ? 2 : 1;
   return 0;
 }
@@ -428,7 +434,7 @@ inline unsigned laneGreenSMs(unsigned sms, unsigned align) {
 /// priority (CudaContext::mainLaneStream), forked from and joined back into the object's stream, so that the block
 /// scheduler serves the critical path (panels, the window's GEMMs, the small products) before the lanes' queued GEMM
 /// blocks; otherwise only the panel kernels have that priority (CudaOps::panelPriority). On by default for FP16x3,
-/// where it gained, and for FP32, TF32, FP16 and BF16, whose default lanes gained only with it (lookaheadLanes); FP64
+/// where it gained, and for TF32, FP16 and BF16, whose default lanes gained only with it (lookaheadLanes); FP64
 /// measured the same either way (also with the eager lane at 16384^2: 175.9, 175.6 against 175.2, 175.8 ms,
 /// bench/results/logs/2026-11-29-h200-eager-single-product-modes.log, run 2). H200, qr_bench medians of 5, one process each, off / on
 /// alternating (bench/results/logs/2026-11-29-h200-main-lane-priority-6f2139b.log): FP16x3 16384^2 109.9, 109.2 /
@@ -436,7 +442,7 @@ inline unsigned laneGreenSMs(unsigned sms, unsigned align) {
 /// TCQR_MAIN_PRIORITY=0/1 overrides it (read on every factorization).
 inline bool mainLanePriority(Precision mode) {
   if (const char* v = std::getenv("TCQR_MAIN_PRIORITY")) return std::atoi(v) != 0;
-  return mode == Precision::FP16x3 || singleProductMode(mode);
+  return mode == Precision::FP16x3 || singleProductTensorMode(mode);
 }
 /// The x3 modes' two correction products (hi*lo and lo*hi) of a whole GEMM as one product with twice the inner
 /// dimension (CudaOps convertOperands / convertedProduct), also in every T product on tensor cores (gemmT, tProductMode).

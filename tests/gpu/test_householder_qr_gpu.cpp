@@ -865,8 +865,8 @@ TEST_SUITE("gpu") {
     CHECK(cudaGetLastError() == cudaSuccess);
   }
 
-  // FP16 (like FP32, TF32 and BF16) runs with two look-ahead lanes, the second the eager lane, and the main lane on
-  // the priority stream from 16384 rows and columns and 2^29 entries (Tunables.hpp lookaheadLanes), from a new
+  // FP16 (like TF32 and BF16) runs with two look-ahead lanes, the second the eager lane, and the main lane on the
+  // priority stream from 32768 rows and 16384 columns (Tunables.hpp lookaheadLanes), from a new
   // object's first factorization. The system is consistent (b = D x0), so the solve's backward error is the
   // factorization's: FP16's, with and without the lanes.
   TEST_CASE("[Cuda] FP16 32768 x 16384: two default look-ahead lanes") {

@@ -286,7 +286,8 @@ TEST_CASE("look-ahead lanes: the defaults by mode and shape (Tunables.hpp lookah
   CHECK(!tcqr::detail::eagerSpineUpdates(Precision::FP64, 16384, 16384));
   CHECK(!tcqr::detail::eagerSpineUpdates(Precision::FP64, 65536, 8192));
   CHECK(!tcqr::detail::eagerSpineUpdates(Precision::TF32x3, 16384, 16384));
-  for (Precision p : {Precision::FP32, Precision::TF32, Precision::FP16, Precision::BF16})
+  CHECK(!tcqr::detail::eagerSpineUpdates(Precision::FP32, 16384, 16384));
+  for (Precision p : {Precision::TF32, Precision::FP16, Precision::BF16})
     CHECK(tcqr::detail::eagerSpineUpdates(p, 8192, 8192));
   CHECK(lookaheadLanes(Precision::FP16x3, 16384, 16384, false) == 2);
   CHECK(lookaheadLanes(Precision::FP16x3, 65536, 16384, false) == 2);
@@ -306,13 +307,15 @@ TEST_CASE("look-ahead lanes: the defaults by mode and shape (Tunables.hpp lookah
   CHECK(lookaheadLanes(Precision::FP64, 16384, 16384, false) == 2);
   eager.unset();
   CHECK(lookaheadLanes(Precision::TF32x3, 32768, 32768, true) == 0);
-  // FP32, TF32, FP16, BF16: two lanes (the second the eager one) from 16384 rows and columns and 2^29 entries, from
-  // the first factorization; one without the eager lane.
-  for (Precision p : {Precision::FP32, Precision::TF32, Precision::FP16, Precision::BF16}) {
+  CHECK(lookaheadLanes(Precision::FP32, 32768, 32768, true) == 0);
+  // TF32, FP16, BF16: two lanes (the second the eager one) from 32768 rows and 16384 columns, from the first
+  // factorization; one without the eager lane.
+  for (Precision p : {Precision::TF32, Precision::FP16, Precision::BF16}) {
     CAPTURE(int(p));
     CHECK(lookaheadLanes(p, 32768, 32768, false) == 2);
     CHECK(lookaheadLanes(p, 32768, 16384, false) == 2);
-    CHECK(lookaheadLanes(p, 16384, 32768, false) == 2);
+    CHECK(lookaheadLanes(p, 32768, 65536, false) == 2);
+    CHECK(lookaheadLanes(p, 16384, 32768, true) == 0);
     CHECK(lookaheadLanes(p, 16384, 16384, true) == 0);
     CHECK(lookaheadLanes(p, 262144, 8192, true) == 0);
     CHECK(lookaheadLanes(p, 8192, 8192, true) == 0);
@@ -344,7 +347,7 @@ TEST_CASE("look-ahead lanes: the green context's SMs and the lanes' GEMM sizing 
   CHECK(lookaheadReserveSMs(Precision::FP32) == -1);
   reserve.set("36");
   CHECK(lookaheadReserveSMs(Precision::FP64) == 36);
-  // The main lane on its priority stream: FP16x3, FP32, TF32, FP16 and BF16 by default, FP64 and TF32x3 not;
+  // The main lane on its priority stream: FP16x3, TF32, FP16 and BF16 by default, FP64, FP32 and TF32x3 not;
   // TCQR_MAIN_PRIORITY either way.
   using tcqr::detail::mainLanePriority;
   const tcqr_test::ScopedEnv priority("TCQR_MAIN_PRIORITY");
@@ -352,7 +355,8 @@ TEST_CASE("look-ahead lanes: the green context's SMs and the lanes' GEMM sizing 
   CHECK(mainLanePriority(Precision::FP16x3));
   CHECK(!mainLanePriority(Precision::FP64));
   CHECK(!mainLanePriority(Precision::TF32x3));
-  for (Precision p : {Precision::FP32, Precision::TF32, Precision::FP16, Precision::BF16}) CHECK(mainLanePriority(p));
+  CHECK(!mainLanePriority(Precision::FP32));
+  for (Precision p : {Precision::TF32, Precision::FP16, Precision::BF16}) CHECK(mainLanePriority(p));
   priority.set("1");
   CHECK(mainLanePriority(Precision::FP64));
   priority.set("0");
