@@ -381,7 +381,8 @@ class CudaQRState final : public QRState<S> {
   // not fall back.
   //
   // Likewise the look-ahead lanes where they are on by default (FP64 from 8192^2, below 2^27 entries from an object's
-  // second factorization of the shape; FP16x3 from 16384^2: Tunables.hpp lookaheadLanes): each lane holds scratch and
+  // second factorization of the shape; FP16x3 from 16384^2; TF32, FP16 and BF16 from 32768 rows and 16384 columns:
+  // Tunables.hpp lookaheadLanes): each lane holds scratch and
   // GEMM workspaces of its own, and where they do not fit the factorization runs without them, remembered alike (an
   // explicit TCQR_LOOKAHEAD does not fall back).
   void allocate(Index rows, Index cols) {

@@ -293,7 +293,8 @@ constexpr std::ptrdiff_t kDefaultFp16x3MinElements = std::ptrdiff_t(1) << 24;
 /// lane, which the right child joins before its own update. The other lanes keep their roles.
 ///
 /// On by default for FP16x3 (with a second lane for it, lookaheadLanes), for FP64 below kEagerFp64MaxElements
-/// entries (its two lanes: one regular, one eager). H200, qr_bench medians of 5, one process each
+/// entries (its two lanes: one regular, one eager), and for TF32, FP16 and BF16 (the last item below). H200,
+/// qr_bench medians of 5, one process each
 /// (bench/results/logs/2026-11-29-h200-eager-spine.log):
 /// - FP16x3 at 5dde845, default (one lane) / two lanes without / eager with two: 16384^2 108.0, 108.0 / 108.8, 108.0 /
 ///   102.4, 102.0 ms; default / eager, one process per mode: 32768^2 539.0 / 497.3, 65536 x 16384 368.7 / 355.7,
@@ -321,8 +322,8 @@ inline bool eagerSpineUpdates(Precision mode, std::ptrdiff_t m, std::ptrdiff_t n
 /// multiprocessors their GEMMs leave to the main lane's panels. On by default for FP64 from 8192 rows and columns
 /// (for FP16x3 from 16384, from 8192 from an object's second factorization of the shape; for TF32, FP16 and BF16
 /// from 32768 rows and 16384 columns; below):
-/// two lanes (below 2^28 entries the second is the eager lane, eagerSpineUpdates) on a green context of most of the
-/// SMs (lookaheadGreenSMs; three quarters when measured here), replayed
+/// two lanes (the second the eager lane, eagerSpineUpdates, except in FP64 from 2^28 entries) on a green context of
+/// most of the SMs (lookaheadGreenSMs; three quarters when measured here), replayed
 /// from graphs, with the
 /// one-kernel panels at the greatest stream priority (docs/DESIGN.md "Look-ahead"). H200, qr_bench medians of 7, same
 /// build, lanes off / on (bench/results/logs/2026-11-28-h200-lookahead-green.log): FP64 8192^2 46.30 / 43.82 ms,

@@ -181,7 +181,8 @@ TEST_SUITE("gpu") {
     }
   }
 
-  // The eager lane (TCQR_EAGER=1; by default in FP16x3, and in FP64 below 2^28 entries, where they take lanes; forced
+  // The eager lane (TCQR_EAGER=1; by default in FP16x3, in TF32, FP16 and BF16, and in FP64 below 2^28 entries, where
+  // they take lanes; forced
   // here in the shapes' default modes) with left children kept as WY blocks of 64 columns, so that the spine's blocks
   // update the right halves on the eager lane while the main lane factors the next ones, with one regular lane and
   // with two.
@@ -878,10 +879,11 @@ TEST_SUITE("gpu") {
       return;
     }
     const tcqr_test::ScopedEnv lanes("TCQR_LOOKAHEAD"), green("TCQR_LANES_GREEN"), eager("TCQR_EAGER"),
-        priority("TCQR_MAIN_PRIORITY");
+        priority("TCQR_MAIN_PRIORITY"), cap("TCQR_MAX_MERGED_COLS");  // (a cap below the panel width: no eager lane)
     green.unset();
     eager.unset();
     priority.unset();
+    cap.unset();
     const Index m = 32768, n = 16384;
     const MF D = tcqr_test::uniformMatrix<float>(m, n);
     const Eigen::VectorXf b = (D.cast<double>() * Eigen::VectorXd::Random(n)).cast<float>();
