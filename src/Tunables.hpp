@@ -437,9 +437,10 @@ inline unsigned laneGreenSMs(unsigned sms, unsigned align) {
 /// blocks; otherwise only the panel kernels have that priority (CudaOps::panelPriority). On by default for FP16x3,
 /// where it gained, and for TF32, FP16 and BF16, whose default lanes gained only with it (lookaheadLanes); FP64
 /// measured the same either way (also with the eager lane at 16384^2: 175.9, 175.6 against 175.2, 175.8 ms,
-/// bench/results/logs/2026-11-29-h200-eager-single-product-modes.log, run 2). H200, qr_bench medians of 5, one process each, off / on
-/// alternating (bench/results/logs/2026-11-29-h200-main-lane-priority-6f2139b.log): FP16x3 16384^2 109.9, 109.2 /
-/// 108.0, 108.1 ms; FP64 16384^2 176.0, 175.3 / 175.8, 176.8; FP64 12288^2 90.9, 90.8 / 91.0, 91.2.
+/// bench/results/logs/2026-11-29-h200-eager-single-product-modes.log, run 2). H200, qr_bench medians of 5, one
+/// process each, off / on alternating (bench/results/logs/2026-11-29-h200-main-lane-priority-6f2139b.log): FP16x3
+/// 16384^2 109.9, 109.2 / 108.0, 108.1 ms; FP64 16384^2 176.0, 175.3 / 175.8, 176.8; FP64 12288^2 90.9, 90.8 /
+/// 91.0, 91.2.
 /// TCQR_MAIN_PRIORITY=0/1 overrides it (read on every factorization).
 inline bool mainLanePriority(Precision mode) {
   if (const char* v = std::getenv("TCQR_MAIN_PRIORITY")) return std::atoi(v) != 0;

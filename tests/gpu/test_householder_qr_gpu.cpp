@@ -182,10 +182,9 @@ TEST_SUITE("gpu") {
   }
 
   // The eager lane (TCQR_EAGER=1; by default in FP16x3, in TF32, FP16 and BF16, and in FP64 below 2^28 entries, where
-  // they take lanes; forced
-  // here in the shapes' default modes) with left children kept as WY blocks of 64 columns, so that the spine's blocks
-  // update the right halves on the eager lane while the main lane factors the next ones, with one regular lane and
-  // with two.
+  // they take lanes; forced here in the shapes' default modes) with left children kept as WY blocks of 64 columns, so
+  // that the spine's blocks update the right halves on the eager lane while the main lane factors the next ones, with
+  // one regular lane and with two.
   TEST_CASE_TEMPLATE("[Cuda] look-ahead: the eager lane with a merge cap of 64 columns", T, float, double) {
     TCQR_RANDOM_SEED();
     using M = Mat<T>;
@@ -867,9 +866,9 @@ TEST_SUITE("gpu") {
   }
 
   // FP16 (like TF32 and BF16) runs with two look-ahead lanes, the second the eager lane, and the main lane on the
-  // priority stream from 32768 rows and 16384 columns (Tunables.hpp lookaheadLanes), from a new
-  // object's first factorization. The system is consistent (b = D x0), so the solve's backward error is the
-  // factorization's: FP16's, with and without the lanes.
+  // priority stream from 32768 rows and 16384 columns (Tunables.hpp lookaheadLanes), from a new object's first
+  // factorization. The system is consistent (b = D x0), so the solve's backward error is the factorization's: FP16's,
+  // with and without the lanes.
   TEST_CASE("[Cuda] FP16 32768 x 16384: two default look-ahead lanes") {
     TCQR_RANDOM_SEED();
     using MF = Eigen::MatrixXf;
